@@ -1,0 +1,52 @@
+"""The ``rolleval`` command line: one module per command, each a thin layer over the Python API."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ..errors import EXIT_INTERRUPTED, RollevalError
+from ._app import cli
+
+__all__ = ["cli", "main"]
+
+
+def _load_commands() -> None:
+    from . import _example, _regrade, _report, _run, _show, _tasks  # noqa: F401  (registers commands)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point: run the CLI, turning rolleval errors into one-line messages and exit codes."""
+    _load_commands()
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args
+    try:
+        rv = cli.main(args=args, prog_name="rolleval", standalone_mode=False)
+    except RollevalError as exc:
+        if debug:
+            raise
+        click.echo(f"rolleval: error: {exc}", err=True)
+        return exc.exit_code
+    except click.exceptions.Abort:
+        click.echo("rolleval: interrupted", err=True)
+        return EXIT_INTERRUPTED
+    except KeyboardInterrupt:
+        click.echo("rolleval: interrupted", err=True)
+        return EXIT_INTERRUPTED
+    except click.ClickException as exc:
+        if debug:
+            raise
+        click.echo(f"rolleval: error: {exc.format_message()}", err=True)
+        return exc.exit_code
+    except OSError as exc:
+        if debug:
+            raise
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        click.echo(f"rolleval: error: {where}{exc.strerror or exc}", err=True)
+        return 2
+    return int(rv or 0)
+
+
+def _entry() -> None:  # pragma: no cover - console script shim
+    sys.exit(main())

@@ -1,0 +1,49 @@
+from __future__ import annotations
+
+import click
+import orjson
+
+from ..api import show_records
+from ._app import cli
+
+
+def _prompt_text(prompt: object) -> str:
+    if isinstance(prompt, list):
+        return "\n".join(f"[{m.get('role')}] {m.get('content')}" for m in prompt if isinstance(m, dict))
+    return str(prompt)
+
+
+@cli.command("show")
+@click.argument("run", type=click.Path(file_okay=False, path_type=str))
+@click.option("--task", default=None, help="Only this task.")
+@click.option("--problem", "problem", default=None, help="Only this problem id.")
+@click.option("--failures", is_flag=True, help="Only rollouts that are not correct (wrong, unextracted, errors).")
+@click.option("--unextracted", is_flag=True, help="Only gradable rollouts with no extracted answer.")
+@click.option("--format", "fmt", type=click.Choice(["text", "jsonl"]), default="text", show_default=True)
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="Show at most this many problems.")
+def show_cmd(run: str, task: str | None, problem: str | None, failures: bool, unextracted: bool, fmt: str, limit: int | None) -> int:
+    """Read RUN's records: prompt, reference, and each rollout's text and verdict."""
+    items = show_records(run, task=task, problem=problem, failures=failures, unextracted=unextracted)
+    if limit is not None:
+        items = items[:limit]
+    for item in items:
+        if fmt == "jsonl":
+            click.echo(orjson.dumps(item).decode())
+            continue
+        click.echo(f"=== {item['task']} / {item['problem_id']}  reference: {item['reference']!r}")
+        click.echo(_prompt_text(item["prompt"]))
+        for r in item["rollouts"]:
+            if r["status"] != "ok":
+                verdict = f"{r['status']}: {r.get('error') or ''}"
+            elif r.get("grader_error"):
+                verdict = f"grader error: {r['grader_error']}"
+            elif r.get("correct") is None:
+                verdict = "not judged"
+            else:
+                verdict = ("correct" if r["correct"] else "wrong") + f", extracted {r['extracted']!r}"
+            click.echo(f"--- rollout {r['index']} [{verdict}] finish={r.get('finish_reason')}")
+            if r.get("text") is not None:
+                click.echo(r["text"])
+    if not items:
+        click.echo("no matching records")
+    return 0

@@ -1,0 +1,138 @@
+"""Run configuration: what is measured (fixed for the life of a run) and how fast (free to change).
+
+A config comes from a YAML file and/or CLI flags (flags win). Two parts:
+
+* **measurement** settings decide what the numbers mean: model, tasks, rollouts per problem,
+  seed, limit, sampling, prompt, API kind, local server options, denominator policy. A resumed
+  run must have exactly the same ones (``--resume`` refuses a change with a key-level diff).
+* **throughput** settings only decide how fast: endpoints, concurrency, timeouts, retries,
+  grading workers, progress display. They may change on resume.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .errors import DataError, UsageError
+
+__all__ = ["RunConfig", "SamplingOverrides", "build_config", "config_diff", "load_config_file"]
+
+
+class SamplingOverrides(BaseModel):
+    """Sampling settings that override each task's defaults (``None`` = task default)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    temperature: float | None = Field(default=None, ge=0)
+    top_p: float | None = Field(default=None, gt=0, le=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    stop: list[str] | None = None
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+
+
+class RunConfig(BaseModel):
+    """Everything ``rolleval run`` needs. See ``docs/cli.md`` for each field."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    # --- measurement ---
+    model: str = Field(min_length=1)
+    """Model name sent to the endpoint, or ``local`` for the embedded llama.cpp model."""
+    tasks: list[str | dict[str, Any]] = Field(min_length=1)
+    """Built-in task names, or user-file task configs (see ``docs/tasks.md``)."""
+    n: int = Field(default=8, ge=1)
+    """Rollouts per problem."""
+    seed: int = 0
+    """Run seed; each rollout's sampling seed derives from (seed, problem id, rollout index)."""
+    limit: int | None = Field(default=None, ge=1)
+    """Use only the first ``limit`` problems of each task (canonical order: sorted ids)."""
+    sampling: SamplingOverrides = Field(default_factory=SamplingOverrides)
+    api: Literal["chat", "completions"] = "chat"
+    system_prompt: str | None = None
+    server_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
+    """llama.cpp server settings for ``model: local`` (e.g. ``rope_freq_scale: 0.8``)."""
+    denominator_policy: Literal["judged", "requested"] = "judged"
+    ks: list[int] | None = None
+    """k values to report (default: powers of two up to n). Reporting only: may change."""
+
+    # --- throughput ---
+    endpoints: list[str] = Field(default_factory=list)
+    """Base URLs (``http://host:port/v1``) serving the same model; load is shared."""
+    api_key_env: str | None = None
+    concurrency: int = Field(default=8, ge=1)
+    timeout_s: float = Field(default=120.0, gt=0)
+    max_retries: int = Field(default=5, ge=0)
+    grading_workers: int | None = Field(default=None, ge=0)
+
+    @field_validator("ks")
+    @classmethod
+    def _ks_positive(cls, v: list[int] | None) -> list[int] | None:
+        if v is not None and any(k < 1 for k in v):
+            raise ValueError("every k must be >= 1")
+        return None if v is None else sorted(set(v))
+
+    def measurement(self) -> dict[str, Any]:
+        """The settings that decide what the numbers mean (compared on resume)."""
+        data = self.model_dump(mode="json")
+        return {k: data[k] for k in _MEASUREMENT}
+
+    def throughput(self) -> dict[str, Any]:
+        data = self.model_dump(mode="json")
+        return {k: data[k] for k in _THROUGHPUT}
+
+
+_MEASUREMENT = (
+    "model", "tasks", "n", "seed", "limit", "sampling", "api", "system_prompt", "server_options", "denominator_policy",
+)
+_THROUGHPUT = ("endpoints", "api_key_env", "concurrency", "timeout_s", "max_retries", "grading_workers", "ks")
+
+
+def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a YAML (or JSON) run config into a dict; errors name the file."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{p}: config file not found") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise DataError(f"not valid YAML ({getattr(exc, 'problem', exc)})", path=p, line=None if mark is None else mark.line + 1) from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise DataError("a run config must be a mapping of settings", path=p)
+    return data
+
+
+def build_config(data: dict[str, Any], *, source: str = "config") -> RunConfig:
+    """Validate a settings dict into a :class:`RunConfig`; the error names the first bad key."""
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            allowed = ", ".join(sorted(RunConfig.model_fields if len(err["loc"]) == 1 else SamplingOverrides.model_fields))
+            msg = f"unknown setting (allowed: {allowed})"
+        raise UsageError(f"{source}: {loc}: {msg}") from None
+
+
+def config_diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
+    """Key-level differences between two nested settings dicts, as ``key: old -> new`` lines."""
+    out: list[str] = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key, "<unset>"), new.get(key, "<unset>")
+        name = f"{prefix}{key}"
+        if isinstance(a, dict) and isinstance(b, dict):
+            out += config_diff(a, b, prefix=f"{name}.")
+        elif a != b:
+            out.append(f"{name}: {a!r} -> {b!r}")
+    return out

@@ -1,0 +1,237 @@
+"""The record protocol: one shape for every task.
+
+A run stores three record streams per task (see ``docs/run-format.md``):
+
+* :class:`PromptRecord`, one per problem: what was asked and what counts as right;
+* :class:`RolloutRecord`, one per rollout attempt: what the model answered, or why it did not;
+* :class:`JudgementRecord`, one per rollout: what the grader made of the answer.
+
+All three are versioned together by :data:`SCHEMA_VERSION`. On disk every record is one
+JSON object per line; keys whose value is ``None`` (and empty ``metrics``/``extras``) are
+dropped, and read back as their defaults.
+
+Statuses keep three kinds of failure apart, and no reported number mixes them:
+
+* model failures: a gradable answer that is wrong (``correct = False``) or that holds no
+  answer (``extracted = None``: counted as wrong *and* reported as ``n_unextracted``);
+* harness failures: the rollout never produced text (``status`` ``infra_error`` or
+  ``timeout``), or the grader crashed (``grader_error``); excluded from the ``judged``
+  denominator and reported apart;
+* ``skipped``: deliberately not requested (e.g. a ``--limit`` change); never counted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import SchemaVersionError
+
+__all__ = [
+    "GRADABLE_STATUS",
+    "ROLLOUT_STATUSES",
+    "SCHEMA_VERSION",
+    "JudgementRecord",
+    "Message",
+    "PromptRecord",
+    "RolloutRecord",
+    "Usage",
+    "check_schema_version",
+    "content_hash",
+    "dump_record",
+    "effective_rollouts",
+    "make_judgement",
+]
+
+#: Version of the record protocol and run-directory layout. Bump on any incompatible change
+#: and add an upgrade function in :mod:`rolleval.store`.
+SCHEMA_VERSION = 1
+
+RolloutStatus = Literal["ok", "timeout", "infra_error", "skipped"]
+ROLLOUT_STATUSES: tuple[str, ...] = ("ok", "timeout", "infra_error", "skipped")
+#: The only rollout status whose text is graded.
+GRADABLE_STATUS = "ok"
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Message(_Record):
+    """One chat message as sent."""
+
+    role: str
+    content: str
+
+
+class Usage(_Record):
+    """Token usage as the server reported it (``None`` = not reported)."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+class PromptRecord(_Record):
+    """One problem: the prompt as sent and the reference it is judged against."""
+
+    problem_id: str = Field(min_length=1)
+    """Stable identifier taken from the data (never random, never a row counter of a shuffled file)."""
+    prompt: list[Message] | str
+    """Chat messages (chat API) or the raw text (completions API), exactly as sent."""
+    reference: str | list[str] | None = None
+    """Gold answer, or a list of accepted aliases; ``None`` when ``reference_kind`` is ``procedure``."""
+    reference_kind: Literal["answer", "procedure"] = "answer"
+    """``procedure``: correctness is decided by a program or judge, not by comparing to a string."""
+    cluster: str | None = None
+    """Cluster key for clustered standard errors (e.g. the MMLU subject); ``None`` = singleton."""
+    extras: dict[str, Any] = Field(default_factory=dict)
+    """Task-specific facts, e.g. ``{"permutation": [2, 0, 3, 1]}`` for shuffled choices."""
+    content_hash: str
+    """``sha256`` of the canonical JSON of ``{"prompt": ..., "reference": ...}`` (:func:`content_hash`)."""
+
+
+class RolloutRecord(_Record):
+    """One attempt at one rollout. A retried rollout (resume) appends a new attempt."""
+
+    problem_id: str = Field(min_length=1)
+    index: int = Field(ge=0)
+    """Rollout index within the problem, 0-based; the canonical order of rollouts."""
+    status: RolloutStatus
+    text: str | None = None
+    """Raw generated text; ``None`` unless ``status`` is ``ok``."""
+    finish_reason: str | None = None
+    """As the server reported it; ``length`` means truncated at ``max_tokens``."""
+    usage: Usage | None = None
+    latency_s: float | None = None
+    seed: int | None = None
+    """Sampling seed sent with the request (derived from run seed, problem id and index)."""
+    error: str | None = None
+    """Why an ``infra_error`` or ``timeout`` happened (last error after retries)."""
+    attempt: int = Field(default=1, ge=1)
+    """1 for the first request of this rollout; a resume that re-requests it writes 2, 3, ..."""
+    retries: int = Field(default=0, ge=0)
+    """Transport-level retries spent inside this attempt."""
+    model: str | None = None
+    """The ``model`` field of the response."""
+    system_fingerprint: str | None = None
+    endpoint: str | None = None
+    """Base URL that answered (runs can spread over several endpoints)."""
+
+
+class JudgementRecord(_Record):
+    """The grader's verdict on one rollout. Every rollout gets one, failed ones included."""
+
+    problem_id: str = Field(min_length=1)
+    index: int = Field(ge=0)
+    status: RolloutStatus
+    """Copied from the judged rollout, so a report needs only this stream."""
+    finish_reason: str | None = None
+    output_tokens: int | None = None
+    extracted: str | None = None
+    """The answer the extractor found; ``None`` = nothing extracted (never ``""`` or ``-1``)."""
+    correct: bool | None = None
+    """``None`` when not judged (status not ``ok``, or ``grader_error``)."""
+    score: float | None = Field(default=None, ge=0.0, le=1.0)
+    """Optional graded score in [0, 1]; ``correct`` remains the pass/fail verdict."""
+    cluster: int | None = None
+    """Answer cluster for maj@n: the lowest rollout index among this problem's rollouts whose
+    answers the grader judges equivalent. ``None`` when nothing was extracted."""
+    metrics: dict[str, float] = Field(default_factory=dict)
+    """Named per-rollout metrics (e.g. ``{"output_chars": 412}``)."""
+    grader: str | None = None
+    """Grader identity and version, ``"<id>@<version>"``."""
+    grader_error: str | None = None
+    """Set when grading crashed or timed out: a harness failure, never a wrong answer."""
+    judge_raw: str | None = None
+    """Raw output of an LLM or service grader."""
+
+    @property
+    def gradable(self) -> bool:
+        """True when the rollout counts in the ``judged`` denominator."""
+        return self.status == GRADABLE_STATUS and self.grader_error is None
+
+
+def canonical_json(value: Any) -> bytes:
+    """Deterministic JSON bytes: sorted keys, no whitespace, UTF-8."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def content_hash(prompt: Any, reference: Any) -> str:
+    """SHA-256 (hex) of the canonical JSON of ``{"prompt": prompt, "reference": reference}``.
+
+    Two problems with the same hash were asked the same way and judged against the same
+    answer; ``compare`` matches problems across runs by this hash.
+    """
+    if isinstance(prompt, list):
+        prompt = [m.model_dump() if isinstance(m, BaseModel) else m for m in prompt]
+    return hashlib.sha256(canonical_json({"prompt": prompt, "reference": reference})).hexdigest()
+
+
+def dump_record(record: BaseModel | dict[str, Any]) -> bytes:
+    """One JSONL line (with trailing newline) for a record; ``None`` values and empty
+    ``metrics``/``extras`` are dropped."""
+    data = record.model_dump(exclude_none=True) if isinstance(record, BaseModel) else record
+    data = {k: v for k, v in data.items() if v is not None and not (k in ("metrics", "extras") and not v)}
+    return orjson.dumps(data) + b"\n"
+
+
+def check_schema_version(version: object, *, path: object) -> None:
+    """Refuse a schema version other than :data:`SCHEMA_VERSION`, naming both."""
+    if version != SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"record schema version {version!r} is not readable by this rolleval "
+            f"(reads version {SCHEMA_VERSION}); use the rolleval version that wrote it",
+            path=path,
+        )
+
+
+def effective_rollouts(records: list[dict[str, Any]]) -> tuple[dict[tuple[str, int], dict[str, Any]], int]:
+    """The rollout that counts for each (problem, index), and how many duplicates were ignored.
+
+    Rule: the first record with status ``ok`` wins; without one, the last attempt wins (a
+    resumed run appends a new attempt after an infra error). A second ``ok`` record for the
+    same (problem, index) is a duplicate: ignored and counted.
+    """
+    chosen: dict[tuple[str, int], dict[str, Any]] = {}
+    duplicates = 0
+    for rec in records:
+        key = (rec["problem_id"], rec["index"])
+        prev = chosen.get(key)
+        if prev is None:
+            chosen[key] = rec
+        elif prev.get("status") == GRADABLE_STATUS:
+            duplicates += rec.get("status") == GRADABLE_STATUS
+        else:
+            chosen[key] = rec
+    return chosen, duplicates
+
+
+def make_judgement(rollout: dict[str, Any], verdict: Any, grader: str | None) -> dict[str, Any]:
+    """The judgement record (as a dict) for a rollout and the grader's verdict on it.
+
+    ``verdict`` is ``None`` for rollouts that were not graded (status other than ``ok``);
+    otherwise an object with ``extracted``, ``correct``, ``cluster``, ``score``,
+    ``grader_error`` and ``metrics`` attributes (:class:`rolleval.grading.Verdict`).
+    """
+    usage = rollout.get("usage") or {}
+    rec: dict[str, Any] = {
+        "problem_id": rollout["problem_id"],
+        "index": rollout["index"],
+        "status": rollout.get("status"),
+        "finish_reason": rollout.get("finish_reason"),
+        "output_tokens": usage.get("completion_tokens"),
+        "grader": grader,
+    }
+    if verdict is not None:
+        rec.update(
+            extracted=verdict.extracted,
+            correct=verdict.correct,
+            cluster=verdict.cluster,
+            score=verdict.score,
+            grader_error=verdict.grader_error,
+            metrics=dict(verdict.metrics) if verdict.metrics else None,
+        )
+    return {k: v for k, v in rec.items() if v is not None}

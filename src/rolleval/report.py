@@ -1,0 +1,320 @@
+"""Task and run reports, recomputed from stored judgements with zero model calls.
+
+:func:`task_report` turns a :class:`~rolleval.table.TaskTable` into a JSON-ready dict: every
+metric of the sampled-answer family with its numerator, denominator, availability and
+interval, and the health signals. The same inputs always give the same bytes (no clocks, no
+paths, canonical order), so ``rolleval report`` reproduces a stored report exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from . import metrics as M
+from ._version import __version__
+from .errors import UsageError
+from .stats._grouped import grouped_bootstrap_ci
+from .store import RunDir, TaskFiles, atomic_write_json, collect_warnings
+from .table import STATUS_CODES, TaskTable, load_task_table
+
+__all__ = [
+    "DEFAULT_TAUS",
+    "DENOMINATOR_POLICIES",
+    "REPORT_VERSION",
+    "InferenceSettings",
+    "build_run_report",
+    "per_problem_values",
+    "task_report",
+    "write_run_report",
+]
+
+REPORT_VERSION = 1
+DENOMINATOR_POLICIES = ("judged", "requested")
+DEFAULT_TAUS = (0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+@dataclass(frozen=True)
+class InferenceSettings:
+    """How intervals are computed; recorded in every report."""
+
+    n_resamples: int = 10_000
+    confidence_level: float = 0.95
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not (0 < self.confidence_level < 1):
+            raise UsageError(f"confidence_level must be in (0, 1), got {self.confidence_level}")
+        if self.n_resamples < 1:
+            raise UsageError(f"n_resamples must be >= 1, got {self.n_resamples}")
+
+
+def _rate(count: int, of: int, *, what: str) -> dict[str, Any]:
+    """A health count with its denominator; the rate is N/A when nothing could be counted."""
+    out: dict[str, Any] = {"count": int(count), "of": int(of)}
+    if of > 0:
+        out["rate"] = count / of
+    else:
+        out["rate"] = None
+        out["reason"] = f"no {what}"
+    return out
+
+
+def _window_values(table: TaskTable, k: int, gradable_only: np.ndarray) -> np.ndarray:
+    """Per-problem consecutive-window pass^k (NaN = no complete window).
+
+    Trials are ordered by rollout index; a window is k consecutive indices that are all
+    present and gradable; its value is 1 when all k passed.
+    """
+    T = table.n_problems
+    out = np.full(T, np.nan)
+    if T == 0 or len(table.r_index) == 0:
+        return out
+    width = int(table.r_index.max()) + 1
+    if k > width:
+        return out
+    present = np.zeros((T, width), dtype=np.int32)
+    passed = np.zeros((T, width), dtype=np.int32)
+    present[table.r_problem[gradable_only], table.r_index[gradable_only]] = 1
+    sel = gradable_only & table.r_correct
+    passed[table.r_problem[sel], table.r_index[sel]] = 1
+
+    def window_sums(a: np.ndarray) -> np.ndarray:
+        cs = np.concatenate([np.zeros((T, 1), np.int32), np.cumsum(a, axis=1)], axis=1)
+        return cs[:, k:] - cs[:, :-k]
+
+    complete = window_sums(present) == k
+    allpass = window_sums(passed) == k
+    n_complete = complete.sum(axis=1)
+    n_pass = (complete & allpass).sum(axis=1)
+    ok = n_complete > 0
+    out[ok] = n_pass[ok] / n_complete[ok]
+    return out
+
+
+def per_problem_values(
+    table: TaskTable,
+    *,
+    ks: list[int],
+    taus: tuple[float, ...] = DEFAULT_TAUS,
+    denominator_policy: str = "judged",
+    score_key: str = "correct",
+) -> dict[str, tuple[np.ndarray, dict[str, Any], str | None]]:
+    """Per-problem values of every metric: ``name -> (values, params, reason_if_unavailable)``.
+
+    ``values[i]`` is NaN where problem ``i`` is not eligible for that metric.
+    """
+    if denominator_policy not in DENOMINATOR_POLICIES:
+        raise UsageError(
+            f"denominator_policy must be one of {', '.join(DENOMINATOR_POLICIES)}, got {denominator_policy!r}"
+        )
+    T = table.n_problems
+    g = table.r_gradable
+    n_gradable = table.per_problem(g).astype(np.int64)
+    c_correct = table.per_problem(g & table.r_correct).astype(np.int64)
+    n = n_gradable if denominator_policy == "judged" else table.requested.copy()
+    out: dict[str, tuple[np.ndarray, dict[str, Any], str | None]] = {}
+    binary = score_key == "correct"
+
+    family_ks = [k for k in ks if k > 1]  # k = 1 of every family is pass@1, reported once
+    if binary:
+        suite = M.suite_metrics(n, c_correct, ks=family_ks, taus=taus)
+        for name, mv in suite.metrics.items():
+            out[name] = (suite.per_problem[name], dict(mv.params), mv.reason)
+    else:
+        # Graded score: pass@1 = mean score; the combinatorial family needs pass/fail.
+        s = table.per_problem(g, table.r_score)
+        vals = np.full(T, np.nan)
+        ok = n > 0
+        vals[ok] = s[ok] / n[ok]
+        out["pass@1"] = (vals, {"k": 1, "score_key": score_key}, "no problem has a gradable rollout")
+        for k in family_ks:
+            out[f"pass@{k}"] = (
+                np.full(T, np.nan),
+                {"k": k},
+                f"pass@{k} needs a pass/fail score_key ('correct'), this task reports {score_key!r}",
+            )
+
+    # majority vote over gradable rollouts (clusters supplied by the grader)
+    votes = M.majority_vote_array(table.r_problem[g], table.r_cluster[g], table.r_correct[g], T)
+    maj, sc = votes.correct, votes.self_consistency
+    if denominator_policy == "requested":
+        # self-consistency divides by the requested rollouts; a problem with none judged votes wrong
+        with np.errstate(invalid="ignore", divide="ignore"):
+            modal = np.where(np.isnan(sc), 0.0, sc * n_gradable)
+        sc = np.where(table.requested > 0, modal / np.maximum(table.requested, 1), np.nan)
+        maj = np.where(np.isnan(maj) & (table.requested > 0), 0.0, maj)
+    out["maj@n"] = (maj, {}, "no problem has a gradable rollout")
+    out["self_consistency"] = (sc, {}, "no problem has a gradable rollout")
+
+    for k in family_ks:
+        vals = _window_values(table, k, g)
+        out[f"consecutive-pass^{k}"] = (
+            vals,
+            {"k": k},
+            f"no problem has {k} consecutive gradable rollouts",
+        )
+    return out
+
+
+def _interval(values: np.ndarray, inference: InferenceSettings) -> dict[str, Any]:
+    res = grouped_bootstrap_ci(
+        values,
+        n_resamples=inference.n_resamples,
+        confidence_level=inference.confidence_level,
+        rng=inference.seed,
+    )
+    out = {
+        "method": "percentile bootstrap over problems",
+        "unit": "problem",
+        "low": res.low,
+        "high": res.high,
+        "confidence_level": inference.confidence_level,
+        "n_resamples": inference.n_resamples,
+        "seed": inference.seed,
+        "status": res.status,
+    }
+    if res.reason:
+        out["reason"] = res.reason
+    return out
+
+
+def task_report(
+    table: TaskTable,
+    settings: dict[str, Any],
+    *,
+    inference: InferenceSettings | None = None,
+) -> dict[str, Any]:
+    """The report of one task, as a JSON-ready dict (see ``docs/run-format.md``)."""
+    from . import stats
+
+    inference = inference or InferenceSettings(**settings.get("inference", {}))
+    policy = settings.get("denominator_policy", "judged")
+    score_key = settings.get("score_key", "correct")
+    T = table.n_problems
+    req_min = int(table.requested.min()) if T else 1
+    ks = [int(k) for k in (settings.get("ks") or M.default_ks(max(req_min, 1)))]
+    taus = tuple(float(t) for t in settings.get("taus", DEFAULT_TAUS))
+
+    g = table.r_gradable
+    n_gradable = table.per_problem(g).astype(np.int64)
+    values = per_problem_values(table, ks=ks, taus=taus, denominator_policy=policy, score_key=score_key)
+
+    metrics_out: dict[str, Any] = {}
+    for name, (vals, params, reason) in values.items():
+        mv = M.summarize(name, vals, params=params, reason_if_empty=reason or "not measured")
+        entry = asdict(mv)
+        entry.pop("name", None)
+        if mv.status == "ok":
+            entry["ci"] = _interval(vals, inference)
+        metrics_out[name] = entry
+
+    # analytic standard errors on pass@1 (Miller 2024)
+    p1 = values["pass@1"][0]
+    elig = p1[~np.isnan(p1)]
+    se: dict[str, Any] = {"clt": stats.clt_se(elig) if len(elig) >= 2 else None}
+    if se["clt"] is None:
+        se["reason"] = "fewer than 2 eligible problems"
+    if any(c is not None for c in table.clusters):
+        keys = np.array([c if c is not None else f"\x00{i}" for i, c in enumerate(table.clusters)], dtype=object)
+        mask = ~np.isnan(p1)
+        se["clustered"] = stats.clustered_se(elig, keys[mask]) if mask.sum() >= 2 else None
+        se["cluster_method"] = "CR1 sandwich over declared clusters"
+    if metrics_out["pass@1"]["status"] == "ok":
+        metrics_out["pass@1"]["se"] = se
+
+    # --- rollout accounting and health ---
+    st = table.r_status
+    ok_status = st == STATUS_CODES["ok"]
+    n_requested = int(table.requested.sum())
+    n_records = len(st)
+    n_infra = int((st == STATUS_CODES["infra_error"]).sum())
+    n_timeout = int((st == STATUS_CODES["timeout"]).sum())
+    n_skipped = int((st == STATUS_CODES["skipped"]).sum())
+    n_ok = int(ok_status.sum())
+    n_grader_err = int((ok_status & table.r_grader_error).sum())
+    n_g = int(g.sum())
+    dist: dict[str, int] = {}
+    for v, cnt in zip(*np.unique(n_gradable, return_counts=True)):
+        dist[str(int(v))] = int(cnt)
+    tokens = table.r_output_tokens[ok_status]
+    tokens = tokens[~np.isnan(tokens)]
+    health = {
+        "n_unextracted": _rate(int((g & ~table.r_extracted).sum()), n_g, what="gradable rollouts"),
+        "n_truncated": _rate(int((ok_status & table.r_truncated).sum()), n_ok, what="completed rollouts"),
+        "n_short": _rate(int((n_gradable < table.requested).sum()), T, what="problems"),
+        "infra_errors": _rate(n_infra + n_timeout, n_requested, what="requested rollouts"),
+        "timeouts": _rate(n_timeout, n_requested, what="requested rollouts"),
+        "grader_errors": _rate(n_grader_err, n_ok, what="completed rollouts"),
+        "skipped": _rate(n_skipped, n_requested, what="requested rollouts"),
+        "missing": _rate(n_requested - n_records, n_requested, what="requested rollouts"),
+        "duplicate_judgements": int(table.n_duplicate_judgements),
+        "unexpected_indices": int(table.n_unexpected),
+        "duplicate_prompts": int(table.n_duplicate_prompts),
+        "torn_lines": dict(sorted(table.torn_lines.items())),
+        "output_tokens_mean": (
+            {"value": float(tokens.mean()), "of": len(tokens)}
+            if len(tokens)
+            else {"value": None, "of": 0, "reason": "no completed rollout reported token usage"}
+        ),
+    }
+    rollouts = {
+        "requested": n_requested,
+        "records": n_records,
+        "completed": n_ok,
+        "gradable": n_g,
+        "correct": int((g & table.r_correct).sum()),
+        "gradable_per_problem": dist,
+    }
+    return {
+        "report_version": REPORT_VERSION,
+        "task": settings.get("name"),
+        "grader": settings.get("grader_identity"),
+        "denominator_policy": policy,
+        "score_key": score_key,
+        "ks": ks,
+        "taus": list(taus),
+        "problems": {"total": T, "with_gradable_rollout": int((n_gradable > 0).sum())},
+        "rollouts": rollouts,
+        "metrics": metrics_out,
+        "health": health,
+        "inference": {
+            "method": "percentile bootstrap over problems",
+            "unit": "problem",
+            "n_resamples": inference.n_resamples,
+            "confidence_level": inference.confidence_level,
+            "seed": inference.seed,
+        },
+    }
+
+
+def build_run_report(run: RunDir, *, inference: InferenceSettings | None = None) -> tuple[dict[str, Any], list[str]]:
+    """Recompute every task's report from disk. Returns (report, warning messages)."""
+    tasks: dict[str, Any] = {}
+    with collect_warnings() as caught:
+        for task in run.tasks():
+            tasks[task.name] = _one_task(task, inference)
+    report = {
+        "report_version": REPORT_VERSION,
+        "rolleval_version": __version__,
+        "run_id": run.manifest.get("run_id"),
+        "model": (run.manifest.get("config") or {}).get("model"),
+        "tasks": tasks,
+    }
+    return report, [str(w.message) for w in caught]
+
+
+def _one_task(task: TaskFiles, inference: InferenceSettings | None) -> dict[str, Any]:
+    settings = task.read_task()
+    settings.setdefault("name", task.name)
+    table = load_task_table(task, settings=settings)
+    return task_report(table, settings, inference=inference)
+
+
+def write_run_report(run: RunDir, report: dict[str, Any]) -> None:
+    """Atomically write the run report and each task's report."""
+    for name, rep in report["tasks"].items():
+        atomic_write_json(run.task(name).report, rep)
+    atomic_write_json(run.report_path, report)

@@ -1,0 +1,373 @@
+"""The run directory: where a run's records, reports and provenance live.
+
+Layout (``docs/run-format.md`` is the reference)::
+
+    RUN/
+      manifest.json              run identity, status, config, provenance   (replaced atomically)
+      report.json                run-level report: every task's report       (replaced atomically)
+      tasks/<task>/
+        task.json                task settings + provenance (grader, data, hashes)
+        prompts.jsonl            one PromptRecord per problem
+        rollouts.jsonl           RolloutRecord per attempt, append-only
+        judgements.jsonl         JudgementRecord per rollout, append-only (rebuilt by regrade)
+        report.json              the task report                              (replaced atomically)
+        profile.json             token usage, latency percentiles, throughput (replaced atomically)
+
+JSONL files are appended one whole line per write. A process killed mid-write can leave a
+*torn* last line (no newline, or not parseable): readers ignore it with a warning; writers
+that reopen the file move it to ``<file>.torn`` first, so nothing is lost.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .errors import DataError, SchemaVersionError, UsageError
+from .records import SCHEMA_VERSION
+
+__all__ = [
+    "RUN_FORMAT",
+    "JsonlAppender",
+    "JsonlContent",
+    "RunDir",
+    "TaskFiles",
+    "TornLineWarning",
+    "atomic_write_bytes",
+    "atomic_write_json",
+    "read_json",
+    "read_jsonl",
+]
+
+RUN_FORMAT = "rolleval-run"
+
+
+class TornLineWarning(UserWarning):
+    """A JSONL file ends with an incomplete line (a write was interrupted)."""
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically (write a temporary file, fsync, rename)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def atomic_write_json(path: str | os.PathLike[str], value: Any) -> None:
+    """Atomically write ``value`` as indented, key-sorted JSON with a trailing newline."""
+    atomic_write_bytes(
+        path, orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+    )
+
+
+def read_json(path: str | os.PathLike[str], *, what: str = "file") -> Any:
+    """Read a JSON file; a missing or malformed file is a :class:`DataError` naming it."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"{what} not found", path=path) from None
+    except IsADirectoryError:
+        raise DataError(f"{what} expected, found a directory", path=path) from None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise DataError(
+            f"{what} is not valid JSON ({exc}); restore it or regenerate it", path=path
+        ) from None
+
+
+@dataclass
+class JsonlContent:
+    """Parsed lines of a JSONL file.
+
+    ``records[i]`` came from line ``lines[i]`` (1-based); a torn final line is left out and
+    reported in ``torn_line`` (its 1-based number) and ``torn_bytes``.
+    """
+
+    records: list[dict[str, Any]]
+    lines: list[int]
+    torn_line: int | None = None
+    torn_bytes: int = 0
+
+
+def _split_torn(data: bytes) -> tuple[bytes, bytes]:
+    """Split ``data`` into (complete lines, trailing partial line)."""
+    if not data or data.endswith(b"\n"):
+        return data, b""
+    cut = data.rfind(b"\n") + 1
+    return data[:cut], data[cut:]
+
+
+def read_jsonl(path: str | os.PathLike[str], *, what: str = "records", missing_ok: bool = False) -> JsonlContent:
+    """Read a JSONL file of JSON objects.
+
+    Blank lines are skipped. A final line without newline that does not parse is *torn*: it
+    is ignored with a :class:`TornLineWarning`. Any other unparseable line, or a line that is
+    not a JSON object, raises :class:`DataError` naming the file and line.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        if missing_ok:
+            return JsonlContent([], [])
+        raise DataError(f"{what} file not found", path=path) from None
+    body, tail = _split_torn(data)
+    torn_line = None
+    torn_bytes = 0
+    if tail.strip():
+        try:
+            last = orjson.loads(tail)
+        except orjson.JSONDecodeError:
+            last = None
+        if isinstance(last, dict):
+            body = body + tail + b"\n"  # complete record missing only its newline
+        else:
+            torn_line = body.count(b"\n") + 1
+            torn_bytes = len(tail)
+            warnings.warn(
+                f"{path}:{torn_line}: ignoring a torn last line ({torn_bytes} bytes; "
+                "the writing process was interrupted)",
+                TornLineWarning,
+                stacklevel=2,
+            )
+    records: list[dict[str, Any]] = []
+    lines: list[int] = []
+    # Fast path: parse the whole body as one JSON array (one C call), then fall back to
+    # line-by-line parsing only to locate an error.
+    raw_lines = body.split(b"\n")
+    if raw_lines and raw_lines[-1] == b"":
+        raw_lines.pop()
+    nonblank = [i for i, ln in enumerate(raw_lines) if ln.strip()]
+    if len(nonblank) == len(raw_lines):
+        try:
+            parsed = orjson.loads(b"[" + b",".join(raw_lines) + b"]")
+        except orjson.JSONDecodeError:
+            parsed = None
+        if parsed is not None and len(parsed) == len(raw_lines):
+            for i, rec in enumerate(parsed):
+                if not isinstance(rec, dict):
+                    raise DataError(
+                        f"line is not a JSON object ({type(rec).__name__}); each line must be one record",
+                        path=path,
+                        line=i + 1,
+                    )
+            return JsonlContent(parsed, list(range(1, len(parsed) + 1)), torn_line, torn_bytes)
+    for i in nonblank:
+        try:
+            rec = orjson.loads(raw_lines[i])
+        except orjson.JSONDecodeError as exc:
+            raise DataError(
+                f"line is not valid JSON ({exc}); fix or delete this line", path=path, line=i + 1
+            ) from None
+        if not isinstance(rec, dict):
+            raise DataError(
+                f"line is not a JSON object ({type(rec).__name__}); each line must be one record",
+                path=path,
+                line=i + 1,
+            )
+        records.append(rec)
+        lines.append(i + 1)
+    return JsonlContent(records, lines, torn_line, torn_bytes)
+
+
+class JsonlAppender:
+    """Append whole lines to a JSONL file, flushing each write.
+
+    On open, a torn tail left by an interrupted writer is moved to ``<file>.torn`` (appended,
+    never overwritten) and cut from the file, so new lines never glue onto it.
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, fsync: bool = False):
+        self.path = Path(path)
+        self._fsync = fsync
+        self.recovered_torn_bytes = 0
+        if self.path.exists():
+            with open(self.path, "rb+") as fh:
+                data = fh.read()
+                body, tail = _split_torn(data)
+                if tail:
+                    try:
+                        complete = isinstance(orjson.loads(tail), dict)
+                    except orjson.JSONDecodeError:
+                        complete = False
+                    if complete:
+                        fh.write(b"\n")
+                    else:
+                        with open(self.path.with_name(self.path.name + ".torn"), "ab") as side:
+                            side.write(tail + b"\n")
+                        fh.truncate(len(body))
+                        self.recovered_torn_bytes = len(tail)
+        self._fh = open(self.path, "ab")  # noqa: SIM115 - closed in close()
+
+    def write(self, line: bytes) -> None:
+        """Write one complete line (must end with a newline) and flush it."""
+        self._fh.write(line)
+        self._fh.flush()
+        if self._fsync:
+            os.fsync(self._fh.fileno())
+
+    def write_many(self, lines: list[bytes]) -> None:
+        self._fh.write(b"".join(lines))
+        self._fh.flush()
+        if self._fsync:
+            os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.flush()
+            self._fh.close()
+
+    def __enter__(self) -> JsonlAppender:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass(frozen=True)
+class TaskFiles:
+    """Paths of one task's files inside a run directory."""
+
+    dir: Path
+
+    @property
+    def name(self) -> str:
+        return self.dir.name
+
+    @property
+    def task_json(self) -> Path:
+        return self.dir / "task.json"
+
+    @property
+    def prompts(self) -> Path:
+        return self.dir / "prompts.jsonl"
+
+    @property
+    def rollouts(self) -> Path:
+        return self.dir / "rollouts.jsonl"
+
+    @property
+    def judgements(self) -> Path:
+        return self.dir / "judgements.jsonl"
+
+    @property
+    def report(self) -> Path:
+        return self.dir / "report.json"
+
+    @property
+    def profile(self) -> Path:
+        return self.dir / "profile.json"
+
+    def read_task(self) -> dict[str, Any]:
+        info = read_json(self.task_json, what="task settings (task.json)")
+        if not isinstance(info, dict):
+            raise DataError("task.json must hold a JSON object", path=self.task_json)
+        return info
+
+
+@dataclass
+class RunDir:
+    """A run directory on disk. Create with :meth:`create`, open with :meth:`open`."""
+
+    path: Path
+    manifest: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def manifest_path(self) -> Path:
+        return self.path / "manifest.json"
+
+    @property
+    def report_path(self) -> Path:
+        return self.path / "report.json"
+
+    @classmethod
+    def create(cls, path: str | os.PathLike[str], manifest: dict[str, Any]) -> RunDir:
+        """Create a new run directory; refuse one that exists and is not empty."""
+        path = Path(path)
+        if path.exists() and (not path.is_dir() or any(path.iterdir())):
+            raise UsageError(
+                f"{path}: run directory exists; pass --resume to continue it, or choose another --out"
+            )
+        path.mkdir(parents=True, exist_ok=True)
+        (path / "tasks").mkdir(exist_ok=True)
+        run = cls(path, dict(manifest))
+        run.manifest.setdefault("format", RUN_FORMAT)
+        run.manifest.setdefault("schema_version", SCHEMA_VERSION)
+        run.write_manifest()
+        return run
+
+    @classmethod
+    def open(cls, path: str | os.PathLike[str]) -> RunDir:
+        """Open an existing run directory, checking its format and schema version."""
+        path = Path(path)
+        if not path.is_dir():
+            raise DataError(
+                "not a run directory (no such directory); pass the --out of a rolleval run",
+                path=path,
+            )
+        mpath = path / "manifest.json"
+        if not mpath.exists():
+            raise DataError(
+                "not a run directory (manifest.json missing); pass the --out of a rolleval run "
+                "or import another harness's logs with `rolleval import`",
+                path=path,
+            )
+        manifest = read_json(mpath, what="run manifest")
+        if not isinstance(manifest, dict) or manifest.get("format") != RUN_FORMAT:
+            raise DataError(
+                f"not a rolleval run manifest (format must be {RUN_FORMAT!r})", path=mpath
+            )
+        version = manifest.get("schema_version")
+        if version != SCHEMA_VERSION:
+            writer = manifest.get("rolleval_version", "unknown")
+            raise SchemaVersionError(
+                f"run schema version {version!r} (written by rolleval {writer}) is not readable "
+                f"by this rolleval, which reads version {SCHEMA_VERSION}; use rolleval {writer}",
+                path=mpath,
+            )
+        return cls(path, manifest)
+
+    def write_manifest(self) -> None:
+        atomic_write_json(self.manifest_path, self.manifest)
+
+    def task(self, name: str) -> TaskFiles:
+        return TaskFiles(self.path / "tasks" / name)
+
+    def task_names(self) -> list[str]:
+        """Tasks of the run, in manifest order (falls back to the directories present)."""
+        names = self.manifest.get("tasks")
+        if names:
+            return [t if isinstance(t, str) else t["name"] for t in names]
+        tdir = self.path / "tasks"
+        return sorted(p.name for p in tdir.iterdir() if p.is_dir()) if tdir.is_dir() else []
+
+    def tasks(self) -> Iterator[TaskFiles]:
+        for name in self.task_names():
+            yield self.task(name)
+
+    def require_task(self, name: str) -> TaskFiles:
+        names = self.task_names()
+        if name not in names:
+            raise UsageError(f"{self.path}: run has no task {name!r} (tasks: {', '.join(names)})")
+        return self.task(name)
+
+
+@contextlib.contextmanager
+def collect_warnings() -> Iterator[list[warnings.WarningMessage]]:
+    """Record rolleval data warnings (torn lines) instead of printing them."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", TornLineWarning)
+        yield caught

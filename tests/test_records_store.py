@@ -1,0 +1,188 @@
+"""Record protocol and run-directory I/O: round trips, torn lines, atomic writes, refusals."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import orjson
+import pytest
+from pydantic import ValidationError
+
+from rolleval.errors import DataError, SchemaVersionError, UsageError
+from rolleval.records import (
+    SCHEMA_VERSION,
+    JudgementRecord,
+    PromptRecord,
+    RolloutRecord,
+    check_schema_version,
+    content_hash,
+    dump_record,
+    effective_rollouts,
+    make_judgement,
+)
+from rolleval.store import JsonlAppender, RunDir, TornLineWarning, atomic_write_json, read_jsonl
+
+
+def test_records_round_trip_through_jsonl():
+    prompt = [{"role": "user", "content": "1+1?"}]
+    p = PromptRecord(problem_id="t/1", prompt=prompt, reference=["2", "two"], cluster="arith", extras={"k": 1}, content_hash=content_hash(prompt, ["2", "two"]))
+    r = RolloutRecord(problem_id="t/1", index=3, status="ok", text="2", finish_reason="stop", usage={"completion_tokens": 1}, latency_s=0.1, seed=7)
+    j = JudgementRecord(problem_id="t/1", index=3, status="ok", extracted="2", correct=True, cluster=0, grader="math@1")
+    for rec in (p, r, j):
+        line = dump_record(rec)
+        assert line.endswith(b"\n") and b"null" not in line
+        back = type(rec).model_validate(orjson.loads(line))
+        assert back == rec
+
+
+def test_unextracted_is_none_not_empty_and_infra_carries_error():
+    j = JudgementRecord(problem_id="a", index=0, status="ok", correct=False)
+    assert j.extracted is None and j.gradable
+    assert "extracted" not in orjson.loads(dump_record(j))
+    r = RolloutRecord(problem_id="a", index=0, status="infra_error", error="HTTP 503")
+    assert orjson.loads(dump_record(r))["error"] == "HTTP 503"
+    assert not JudgementRecord(problem_id="a", index=0, status="ok", grader_error="boom").gradable
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"problem_id": "a", "index": -1, "status": "ok"},
+        {"problem_id": "a", "index": 0, "status": "maybe"},
+        {"problem_id": "", "index": 0, "status": "ok"},
+        {"problem_id": "a", "index": 0, "status": "ok", "surprise": 1},
+        {"problem_id": "a", "index": 0, "status": "ok", "score": 1.5},
+    ],
+)
+def test_judgement_validation_rejects(bad):
+    with pytest.raises(ValidationError):
+        JudgementRecord.model_validate(bad)
+
+
+def test_content_hash_is_canonical_and_sensitive():
+    m = [{"role": "user", "content": "x"}]
+    assert content_hash(m, "1") == content_hash([{"content": "x", "role": "user"}], "1")
+    assert content_hash(m, "1") != content_hash(m, "2")
+    assert content_hash(m, "1") != content_hash([{"role": "user", "content": "x "}], "1")
+
+
+def test_schema_version_check_names_both_versions(tmp_path):
+    check_schema_version(SCHEMA_VERSION, path=tmp_path)
+    with pytest.raises(SchemaVersionError, match=rf"version 99 .*reads version {SCHEMA_VERSION}"):
+        check_schema_version(99, path=tmp_path / "manifest.json")
+
+
+def test_effective_rollouts_first_ok_wins_and_retries_supersede_failures():
+    recs = [
+        {"problem_id": "a", "index": 0, "status": "infra_error", "attempt": 1},
+        {"problem_id": "a", "index": 0, "status": "ok", "text": "first", "attempt": 2},
+        {"problem_id": "a", "index": 0, "status": "ok", "text": "dup", "attempt": 3},
+        {"problem_id": "a", "index": 1, "status": "timeout", "attempt": 1},
+        {"problem_id": "a", "index": 1, "status": "infra_error", "attempt": 2},
+    ]
+    chosen, dups = effective_rollouts(recs)
+    assert chosen[("a", 0)]["text"] == "first"
+    assert chosen[("a", 1)]["attempt"] == 2
+    assert dups == 1
+
+
+def test_make_judgement_copies_status_and_drops_nones():
+    rec = make_judgement({"problem_id": "a", "index": 2, "status": "infra_error", "error": "x"}, None, "g@1")
+    assert rec == {"problem_id": "a", "index": 2, "status": "infra_error", "grader": "g@1"}
+
+
+# ---------------------------------------------------------------- JSONL reading
+
+
+def test_read_jsonl_ignores_torn_last_line_with_warning(tmp_path):
+    p = tmp_path / "j.jsonl"
+    p.write_bytes(b'{"a": 1}\n{"a": 2}\n{"a": 3, "b')
+    with pytest.warns(TornLineWarning, match=r"j.jsonl:3: ignoring a torn last line"):
+        c = read_jsonl(p)
+    assert [r["a"] for r in c.records] == [1, 2]
+    assert c.torn_line == 3
+
+
+def test_read_jsonl_accepts_complete_last_line_without_newline(tmp_path):
+    p = tmp_path / "j.jsonl"
+    p.write_bytes(b'{"a": 1}\n{"a": 2}')
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        c = read_jsonl(p)
+    assert [r["a"] for r in c.records] == [1, 2] and c.torn_line is None
+
+
+def test_read_jsonl_corrupt_middle_line_is_an_error_naming_file_and_line(tmp_path):
+    p = tmp_path / "j.jsonl"
+    p.write_bytes(b'{"a": 1}\n{"a": \n{"a": 3}\n')
+    with pytest.raises(DataError, match=r"j.jsonl:2: line is not valid JSON"):
+        read_jsonl(p)
+    p.write_bytes(b'{"a": 1}\n[1, 2]\n')
+    with pytest.raises(DataError, match=r"j.jsonl:2: line is not a JSON object"):
+        read_jsonl(p)
+
+
+def test_read_jsonl_skips_blank_lines_keeping_line_numbers(tmp_path):
+    p = tmp_path / "j.jsonl"
+    p.write_bytes(b'{"a": 1}\n\n{"a": 3}\n')
+    c = read_jsonl(p)
+    assert c.lines == [1, 3]
+
+
+def test_appender_moves_torn_tail_aside_and_never_glues(tmp_path):
+    p = tmp_path / "r.jsonl"
+    p.write_bytes(b'{"a": 1}\n{"a": 2, "tor')
+    with JsonlAppender(p) as app:
+        assert app.recovered_torn_bytes == len(b'{"a": 2, "tor')
+        app.write(b'{"a": 3}\n')
+    assert p.read_bytes() == b'{"a": 1}\n{"a": 3}\n'
+    assert (tmp_path / "r.jsonl.torn").read_bytes() == b'{"a": 2, "tor\n'
+
+
+def test_appender_completes_a_whole_record_missing_its_newline(tmp_path):
+    p = tmp_path / "r.jsonl"
+    p.write_bytes(b'{"a": 1}')
+    with JsonlAppender(p) as app:
+        app.write(b'{"a": 2}\n')
+    assert p.read_bytes() == b'{"a": 1}\n{"a": 2}\n'
+
+
+def test_atomic_write_leaves_no_temp_files(tmp_path):
+    target = tmp_path / "x.json"
+    atomic_write_json(target, {"b": 1, "a": [1, 2]})
+    assert json.loads(target.read_text()) == {"a": [1, 2], "b": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["x.json"]
+
+
+# ---------------------------------------------------------------- run directory
+
+
+def test_run_dir_create_refuses_existing_nonempty(tmp_path):
+    d = tmp_path / "run"
+    d.mkdir()
+    (d / "keep.txt").write_text("precious")
+    with pytest.raises(UsageError, match=r"run directory exists; pass --resume"):
+        RunDir.create(d, {"run_id": "x"})
+    assert (d / "keep.txt").read_text() == "precious"
+    assert not (d / "manifest.json").exists()
+
+
+def test_run_dir_open_checks_format_and_version(tmp_path):
+    with pytest.raises(DataError, match="no such directory"):
+        RunDir.open(tmp_path / "nope")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DataError, match="manifest.json missing"):
+        RunDir.open(tmp_path / "empty")
+    run = RunDir.create(tmp_path / "r", {"run_id": "x", "rolleval_version": "0.0.1"})
+    assert RunDir.open(run.path).manifest["run_id"] == "x"
+    run.manifest["schema_version"] = 7
+    run.write_manifest()
+    with pytest.raises(SchemaVersionError, match=r"schema version 7 \(written by rolleval 0.0.1\)"):
+        RunDir.open(run.path)
+    (run.path / "manifest.json").write_text('{"format": "other"}')
+    with pytest.raises(DataError, match="not a rolleval run manifest"):
+        RunDir.open(run.path)
+    (run.path / "manifest.json").write_text("{broken")
+    with pytest.raises(DataError, match="run manifest is not valid JSON"):
+        RunDir.open(run.path)
