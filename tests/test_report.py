@@ -190,7 +190,7 @@ def test_table_errors_name_file_and_line():
         build_task_table(_prompts("a"), [{**ok, "status": "fine"}], requested=1, judgements_path="j.jsonl")
     with pytest.raises(DataError, match=r"j.jsonl:1: judgement of an 'ok' rollout has no 'correct'"):
         build_task_table(_prompts("a"), [{"problem_id": "a", "index": 0, "status": "ok"}], requested=1, judgements_path="j.jsonl")
-    with pytest.raises(DataError, match=r"j.jsonl:1: 'index' must be int"):
+    with pytest.raises(DataError, match=r"j.jsonl:1: 'index' must be int, got '0'"):
         build_task_table(_prompts("a"), [{**ok, "index": "0"}], requested=1, judgements_path="j.jsonl")
     with pytest.raises(DataError, match=r"'correct' must be bool"):
         build_task_table(_prompts("a"), [{**ok, "correct": 1}], requested=1, judgements_path="j.jsonl")

@@ -16,7 +16,7 @@ import numpy as np
 from . import metrics as M
 from ._version import __version__
 from .errors import UsageError
-from .stats._grouped import grouped_bootstrap_ci
+from .stats._grouped import grouped_bootstrap_columns
 from .store import RunDir, TaskFiles, atomic_write_json, collect_warnings
 from .table import STATUS_CODES, TaskTable, load_task_table
 
@@ -159,25 +159,42 @@ def per_problem_values(
     return out
 
 
-def _interval(values: np.ndarray, inference: InferenceSettings) -> dict[str, Any]:
-    res = grouped_bootstrap_ci(
-        values,
-        n_resamples=inference.n_resamples,
-        confidence_level=inference.confidence_level,
-        rng=inference.seed,
-    )
-    out = {
-        "method": "percentile bootstrap over problems",
-        "unit": "problem",
-        "low": res.low,
-        "high": res.high,
-        "confidence_level": inference.confidence_level,
-        "n_resamples": inference.n_resamples,
-        "seed": inference.seed,
-        "status": res.status,
-    }
-    if res.reason:
-        out["reason"] = res.reason
+def _intervals(columns: dict[str, np.ndarray], inference: InferenceSettings) -> dict[str, dict[str, Any]]:
+    """Bootstrap intervals for many metrics.
+
+    Metrics that are functions of a problem's (n, c) and share the same eligible problems
+    (pass@k, pass^k, G-Pass@k_tau, mG-Pass@k at one k) share one set of resamples; every other
+    metric gets its own. Each set is drawn from a fresh generator seeded with
+    ``inference.seed``, so a metric's interval does not depend on which others are reported.
+    """
+    groups: dict[tuple[bytes, str], list[str]] = {}
+    for name, vals in columns.items():
+        shared = name.startswith(("pass@", "pass^", "G-Pass@", "mG-Pass@"))
+        key = (np.packbits(~np.isnan(vals)).tobytes(), "nc" if shared else name)
+        groups.setdefault(key, []).append(name)
+    out: dict[str, dict[str, Any]] = {}
+    for names in groups.values():
+        matrix = np.column_stack([columns[n] for n in names])
+        results = grouped_bootstrap_columns(
+            matrix,
+            n_resamples=inference.n_resamples,
+            confidence_level=inference.confidence_level,
+            rng=inference.seed,
+        )
+        for name, res in zip(names, results):
+            entry = {
+                "method": "percentile bootstrap over problems",
+                "unit": "problem",
+                "low": res.low,
+                "high": res.high,
+                "confidence_level": inference.confidence_level,
+                "n_resamples": inference.n_resamples,
+                "seed": inference.seed,
+                "status": res.status,
+            }
+            if res.reason:
+                entry["reason"] = res.reason
+            out[name] = entry
     return out
 
 
@@ -203,13 +220,16 @@ def task_report(
     values = per_problem_values(table, ks=ks, taus=taus, denominator_policy=policy, score_key=score_key)
 
     metrics_out: dict[str, Any] = {}
+    available: dict[str, np.ndarray] = {}
     for name, (vals, params, reason) in values.items():
         mv = M.summarize(name, vals, params=params, reason_if_empty=reason or "not measured")
         entry = asdict(mv)
         entry.pop("name", None)
-        if mv.status == "ok":
-            entry["ci"] = _interval(vals, inference)
         metrics_out[name] = entry
+        if mv.status == "ok":
+            available[name] = vals
+    for name, ci in _intervals(available, inference).items():
+        metrics_out[name]["ci"] = ci
 
     # analytic standard errors on pass@1 (Miller 2024)
     p1 = values["pass@1"][0]

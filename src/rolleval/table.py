@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from .errors import DataError
+from .errors import DataError, UsageError
 from .records import ROLLOUT_STATUSES
-from .store import TaskFiles, read_jsonl
+from .store import JsonlColumns, TaskFiles, read_jsonl, read_jsonl_columns
 
 __all__ = ["STATUS_CODES", "TaskTable", "build_task_table", "load_task_table"]
 
@@ -71,36 +71,53 @@ def _bad(path: Any, line: int, message: str) -> DataError:
     return DataError(message, path=path, line=line)
 
 
-def _check_column(values: list[Any], kind: type | tuple[type, ...], name: str, path: Any, lines: list[int], *, optional: bool) -> None:
-    """Raise a DataError naming the first record whose ``name`` has the wrong type."""
-    for v, ln in zip(values, lines):
-        if v is None:
-            if not optional:
-                raise _bad(path, ln, f"record has no {name!r}; every judgement needs it (regrade the run to rebuild judgements)")
-        elif not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
-            raise _bad(path, ln, f"{name!r} must be {getattr(kind, '__name__', kind)}, got {v!r}; regrade the run to rebuild judgements")
+_NoneType = type(None)
+
+
+def _check_column(
+    values: list[Any], kinds: tuple[type, ...], name: str, path: Any, line_of: Any, *, optional: bool
+) -> None:
+    """Raise a DataError naming the first record whose ``name`` has the wrong type.
+
+    ``kinds`` are exact types (``bool`` is not accepted where ``int`` is asked).
+    """
+    allowed = set(kinds) | ({_NoneType} if optional else set())
+    if set(map(type, values)) <= allowed:
+        return
+    want = " or ".join(k.__name__ for k in kinds)
+    for i, v in enumerate(values):
+        if type(v) not in allowed:
+            if v is None:
+                raise _bad(path, line_of(i), f"record has no {name!r}; every judgement needs it (regrade the run to rebuild judgements)")
+            raise _bad(path, line_of(i), f"{name!r} must be {want}, got {v!r}; regrade the run to rebuild judgements")
+
+
+JUDGEMENT_FIELDS = ["problem_id", "index", "status", "correct", "extracted", "cluster", "finish_reason", "output_tokens", "grader_error"]
 
 
 def build_task_table(
     prompts: list[dict[str, Any]],
-    judgements: list[dict[str, Any]],
+    judgements: list[dict[str, Any]] | JsonlColumns,
     *,
     requested: int | None,
     prompts_path: Any = "prompts.jsonl",
     prompt_lines: list[int] | None = None,
     judgements_path: Any = "judgements.jsonl",
-    judgement_lines: list[int] | None = None,
     score_key: str = "correct",
 ) -> TaskTable:
-    """Build a :class:`TaskTable` from parsed prompt and judgement records.
+    """Build a :class:`TaskTable` from prompt records and judgement records (or their columns).
 
     ``requested`` is the number of rollouts asked per problem; ``None`` (imported runs with no
     declared ``n``) takes, per problem, one more than the largest index present.
     """
     if prompt_lines is None:
         prompt_lines = list(range(1, len(prompts) + 1))
-    if judgement_lines is None:
-        judgement_lines = list(range(1, len(judgements) + 1))
+    fields = _fields_for(score_key)
+    if not isinstance(judgements, JsonlColumns):
+        judgements = JsonlColumns({f: [r.get(f) for r in judgements] for f in fields}, len(judgements))
+    C = judgements.columns
+    line_of = judgements.line_of
+    nJ = judgements.n
 
     # --- problems, canonical order ---
     seen: dict[str, dict[str, Any]] = {}
@@ -121,108 +138,87 @@ def build_task_table(
     hashes = [seen[p].get("content_hash") for p in problem_ids]
     T = len(problem_ids)
 
-    # --- judgement columns ---
-    J = judgements
-    pids = [r.get("problem_id") for r in J]
-    pos_list = [pos_of.get(p, -1) for p in pids]  # type: ignore[arg-type]
-    pos = np.array(pos_list, dtype=np.int64) if J else np.zeros(0, np.int64)
-    if J and pos.min() < 0:
+    # --- judgement columns: validate types, then convert ---
+    _check_column(C["problem_id"], (str,), "problem_id", judgements_path, line_of, optional=False)
+    _check_column(C["index"], (int,), "index", judgements_path, line_of, optional=False)
+    _check_column(C["correct"], (bool,), "correct", judgements_path, line_of, optional=True)
+    _check_column(C["cluster"], (int,), "cluster", judgements_path, line_of, optional=True)
+    _check_column(C["extracted"], (str,), "extracted", judgements_path, line_of, optional=True)
+    _check_column(C["output_tokens"], (int, float), "output_tokens", judgements_path, line_of, optional=True)
+    pos = np.array([pos_of.get(p, -1) for p in C["problem_id"]], dtype=np.int64) if nJ else np.zeros(0, np.int64)
+    if nJ and pos.min() < 0:
         i = int(np.argmin(pos))
         raise _bad(
-            judgements_path, judgement_lines[i],
-            f"judgement for problem {pids[i]!r}, which has no prompt record in {prompts_path}; "
+            judgements_path, line_of(i),
+            f"judgement for problem {C['problem_id'][i]!r}, which has no prompt record in {prompts_path}; "
             "the files do not belong together (regrade the run)",
         )
-    idx_list = [r.get("index") for r in J]
-    try:
-        idx = np.array(idx_list, dtype=np.int64) if J else np.zeros(0, np.int64)
-        bad_idx = bool(J) and (idx.min() < 0 or any(type(v) is not int for v in idx_list))
-    except (TypeError, ValueError):
-        bad_idx = True
-    if bad_idx:
-        _check_column(idx_list, int, "index", judgements_path, judgement_lines, optional=False)
-        i = next(i for i, v in enumerate(idx_list) if v < 0)
-        raise _bad(judgements_path, judgement_lines[i], f"'index' must be >= 0, got {idx_list[i]}")
-    status_list = [STATUS_CODES.get(r.get("status"), -1) for r in J]  # type: ignore[arg-type]
-    status = np.array(status_list, dtype=np.int8) if J else np.zeros(0, np.int8)
-    if J and status.min() < 0:
+    idx = np.array(C["index"], dtype=np.int64) if nJ else np.zeros(0, np.int64)
+    if nJ and idx.min() < 0:
+        i = int(np.argmin(idx))
+        raise _bad(judgements_path, line_of(i), f"'index' must be >= 0, got {int(idx[i])}")
+    status = np.array([STATUS_CODES.get(s, -1) for s in C["status"]], dtype=np.int8) if nJ else np.zeros(0, np.int8)
+    if nJ and status.min() < 0:
         i = int(np.argmin(status))
         raise _bad(
-            judgements_path, judgement_lines[i],
-            f"'status' must be one of {', '.join(ROLLOUT_STATUSES)}, got {J[i].get('status')!r}",
+            judgements_path, line_of(i),
+            f"'status' must be one of {', '.join(ROLLOUT_STATUSES)}, got {C['status'][i]!r}",
         )
 
     # requested per problem
     if requested is None:
         req = np.zeros(T, dtype=np.int64)
-        if J:
+        if nJ:
             np.maximum.at(req, pos, idx + 1)
     else:
         req = np.full(T, int(requested), dtype=np.int64)
 
-    # keep indices < requested, first record per (problem, index)
-    keep = idx < req[pos] if J else np.zeros(0, bool)
+    # keep indices < requested, first record per (problem, index), canonical order
+    keep = idx < req[pos] if nJ else np.zeros(0, bool)
     n_unexpected = int((~keep).sum())
-    width = int(idx.max()) + 1 if J else 1
-    keys = pos * width + idx
+    width = int(idx.max()) + 1 if nJ else 1
     kept_rows = np.flatnonzero(keep)
-    _, first = np.unique(keys[kept_rows], return_index=True)
+    _, first = np.unique((pos * width + idx)[kept_rows], return_index=True)
     n_dup = len(kept_rows) - len(first)
-    rows = kept_rows[first]  # sorted by key = (problem, index): canonical order
+    rows = kept_rows[first]
 
-    def col(name: str) -> list[Any]:
-        return [J[i].get(name) for i in rows.tolist()]
-
-    correct_raw = col("correct")
-    grader_error_raw = col("grader_error")
-    extracted_raw = col("extracted")
-    cluster_raw = col("cluster")
-    finish_raw = col("finish_reason")
-    tokens_raw = col("output_tokens")
-    sub_lines = [judgement_lines[i] for i in rows.tolist()]
-    _check_column(correct_raw, bool, "correct", judgements_path, sub_lines, optional=True)
-    _check_column(cluster_raw, int, "cluster", judgements_path, sub_lines, optional=True)
-    _check_column(extracted_raw, str, "extracted", judgements_path, sub_lines, optional=True)
-    _check_column(tokens_raw, (int, float), "output_tokens", judgements_path, sub_lines, optional=True)
+    correct_all = np.array([v is True for v in C["correct"]], dtype=bool)
+    has_verdict = np.array([v is not None for v in C["correct"]], dtype=bool)
+    grader_error_all = np.array([g is not None for g in C["grader_error"]], dtype=bool)
+    extracted_all = np.array([v is not None for v in C["extracted"]], dtype=bool)
+    cluster_all = np.array([-1 if v is None else v for v in C["cluster"]], dtype=np.int64)
+    truncated_all = np.array([f == "length" for f in C["finish_reason"]], dtype=bool)
+    tokens_all = np.array([np.nan if t is None else t for t in C["output_tokens"]], dtype=np.float64)
 
     st = status[rows]
-    grader_error = np.array([g is not None for g in grader_error_raw], dtype=bool)
+    grader_error = grader_error_all[rows]
     gradable = (st == _OK) & ~grader_error
-    correct = np.array([v is True for v in correct_raw], dtype=bool) & gradable
-    # A gradable rollout must have a verdict.
-    missing_verdict = gradable & np.array([v is None for v in correct_raw], dtype=bool)
+    missing_verdict = gradable & ~has_verdict[rows]
     if missing_verdict.any():
-        i = int(np.flatnonzero(missing_verdict)[0])
+        i = int(rows[np.flatnonzero(missing_verdict)[0]])
         raise _bad(
-            judgements_path, sub_lines[i],
+            judgements_path, line_of(i),
             "judgement of an 'ok' rollout has no 'correct' and no 'grader_error'; regrade the run",
         )
-    extracted = np.array([v is not None for v in extracted_raw], dtype=bool) & gradable
-    cluster = np.array([-1 if v is None else v for v in cluster_raw], dtype=np.int64)
+    correct = correct_all[rows] & gradable
+    extracted = extracted_all[rows] & gradable
+    cluster = cluster_all[rows]
     cluster[~extracted] = -1
-    truncated = np.array([f == "length" for f in finish_raw], dtype=bool)
-    tokens = np.array([np.nan if t is None else t for t in tokens_raw], dtype=np.float64)
 
     if score_key == "correct":
         score = correct.astype(np.float64)
-    elif score_key == "score":
-        raw = col("score")
-        _check_column(raw, (int, float), "score", judgements_path, sub_lines, optional=True)
-        score = np.array([np.nan if v is None else float(v) for v in raw], dtype=np.float64)
+    else:
+        if score_key == "score":
+            raw = C["score"]
+        else:
+            name = score_key.split(".", 1)[1]
+            raw = [m.get(name) if isinstance(m, dict) else None for m in C["metrics"]]
+        _check_column(raw, (int, float), score_key, judgements_path, line_of, optional=True)
+        score = np.array([np.nan if v is None else float(v) for v in raw], dtype=np.float64)[rows]
         lacking = gradable & np.isnan(score)
         if lacking.any():
-            i = int(np.flatnonzero(lacking)[0])
-            raise _bad(judgements_path, sub_lines[i], "score_key is 'score' but this gradable judgement has no 'score'")
-    elif score_key.startswith("metrics."):
-        name = score_key.split(".", 1)[1]
-        vals = [(J[i].get("metrics") or {}).get(name) for i in rows.tolist()]
-        _check_column(vals, (int, float), score_key, judgements_path, sub_lines, optional=True)
-        score = np.array([np.nan if v is None else float(v) for v in vals], dtype=np.float64)
-    else:
-        raise DataError(
-            f"unknown score_key {score_key!r}; use 'correct', 'score' or 'metrics.<name>'",
-            path=judgements_path,
-        )
+            i = int(rows[np.flatnonzero(lacking)[0]])
+            raise _bad(judgements_path, line_of(i), f"score_key is {score_key!r} but this gradable judgement has no value for it")
 
     return TaskTable(
         problem_ids=problem_ids,
@@ -236,9 +232,9 @@ def build_task_table(
         r_correct=correct,
         r_extracted=extracted,
         r_cluster=cluster,
-        r_truncated=truncated,
+        r_truncated=truncated_all[rows],
         r_grader_error=grader_error,
-        r_output_tokens=tokens,
+        r_output_tokens=tokens_all[rows],
         r_score=score,
         n_duplicate_judgements=int(n_dup),
         n_unexpected=n_unexpected,
@@ -246,20 +242,30 @@ def build_task_table(
     )
 
 
+def _fields_for(score_key: str) -> list[str]:
+    if score_key == "correct":
+        return list(JUDGEMENT_FIELDS)
+    if score_key == "score":
+        return [*JUDGEMENT_FIELDS, "score"]
+    if score_key.startswith("metrics.") and len(score_key) > len("metrics."):
+        return [*JUDGEMENT_FIELDS, "metrics"]
+    raise UsageError(f"unknown score_key {score_key!r}; use 'correct', 'score' or 'metrics.<name>'")
+
+
 def load_task_table(task: TaskFiles, *, settings: dict[str, Any] | None = None) -> TaskTable:
     """Read a task's prompts and judgements from disk into a :class:`TaskTable`."""
     settings = task.read_task() if settings is None else settings
+    score_key = settings.get("score_key", "correct")
     prompts = read_jsonl(task.prompts, what="prompt records")
-    judgements = read_jsonl(task.judgements, what="judgement records", missing_ok=True)
+    judgements = read_jsonl_columns(task.judgements, _fields_for(score_key), what="judgement records", missing_ok=True)
     table = build_task_table(
         prompts.records,
-        judgements.records,
+        judgements,
         requested=settings.get("n_rollouts"),
         prompts_path=task.prompts,
         prompt_lines=prompts.lines,
         judgements_path=task.judgements,
-        judgement_lines=judgements.lines,
-        score_key=settings.get("score_key", "correct"),
+        score_key=score_key,
     )
     for name, content in (("prompts.jsonl", prompts), ("judgements.jsonl", judgements)):
         if content.torn_line is not None:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["GroupedBootstrapResult", "grouped_bootstrap_ci"]
+__all__ = ["GroupedBootstrapResult", "grouped_bootstrap_ci", "grouped_bootstrap_columns"]
 
 # Above this many distinct values, resampling problem indices is cheaper than multinomial counts.
 _MAX_DISTINCT = 256
@@ -51,8 +51,8 @@ def grouped_bootstrap_ci(
        drawn with replacement (the counts of a uniform index resample, collected by value),
        at a cost of ``O(V)`` rather than ``O(T)`` per resample. Suite metrics take few
        distinct values (pass@k over ``n`` rollouts takes at most ``n + 1``), so intervals over
-       100,000 problems cost milliseconds. When ``V > 256`` the indices are drawn directly, as
-       in :func:`bootstrap_ci`.
+       100,000 problems cost milliseconds. When ``V`` is not small against ``T``, the
+       problem indices are drawn directly, as in :func:`bootstrap_ci`.
     4. Interval: ``numpy.percentile`` (linear) of the resampled means at
        ``100 * alpha / 2`` and ``100 * (1 - alpha / 2)``, ``alpha = 1 - confidence_level``.
 
@@ -71,58 +71,77 @@ def grouped_bootstrap_ci(
     ('ok', True)
     """
     x = np.asarray(scores, dtype=np.float64).ravel()
-    x = x[~np.isnan(x)]
-    T = len(x)
+    return grouped_bootstrap_columns(
+        x[:, None], n_resamples=n_resamples, confidence_level=confidence_level, rng=rng
+    )[0]
+
+
+def grouped_bootstrap_columns(
+    scores: np.ndarray,
+    *,
+    n_resamples: int = 10_000,
+    confidence_level: float = 0.95,
+    rng: int | np.random.Generator | None = None,
+) -> list[GroupedBootstrapResult]:
+    """:func:`grouped_bootstrap_ci` for several metrics over the same problems at once.
+
+    ``scores`` has shape ``(T, m)``: one column per metric, one row per problem. Rows holding
+    a NaN are dropped from every column (callers group metrics by eligibility first). All
+    columns share one set of resamples, drawn over the distinct rows: each column's interval
+    is exactly what :func:`grouped_bootstrap_ci` would give it alone in distribution.
+    """
+    x = np.asarray(scores, dtype=np.float64)
+    if x.ndim != 2:
+        raise ValueError("scores must be 2-D (problems x metrics)")
+    x = x[~np.isnan(x).any(axis=1)]
+    T, m = x.shape
     seed = rng if isinstance(rng, int) else None
-    common = {
-        "confidence_level": confidence_level,
-        "n_resamples": n_resamples,
-        "n": T,
-        "seed": seed,
-    }
+    common = {"confidence_level": confidence_level, "n_resamples": n_resamples, "n": T, "seed": seed}
     if T == 0:
-        return GroupedBootstrapResult(
-            None, None, None, None, status="unavailable", reason="no eligible problem", **common
-        )
-    mean = float(x.mean())
+        return [
+            GroupedBootstrapResult(None, None, None, None, status="unavailable", reason="no eligible problem", **common)
+            for _ in range(m)
+        ]
+    means_obs = x.mean(axis=0)
     if T == 1:
-        return GroupedBootstrapResult(
-            mean,
-            mean,
-            mean,
-            0.0,
-            status="degenerate",
-            reason="no uncertainty estimable (one problem)",
-            **common,
-        )
+        return [
+            GroupedBootstrapResult(float(v), float(v), float(v), 0.0, status="degenerate", reason="no uncertainty estimable (one problem)", **common)
+            for v in means_obs
+        ]
     gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    values, counts = np.unique(x, return_counts=True)
-    means = np.empty(n_resamples)
-    if len(values) <= _MAX_DISTINCT:
+    values, counts = np.unique(x, axis=0, return_counts=True)
+    V = len(values)
+    means = np.empty((n_resamples, m))
+    if max(_MAX_DISTINCT, T // 6) >= V:
         pvals = counts / T
-        rows = max(1, _CHUNK_ELEMENTS // len(values))
+        rows = max(1, _CHUNK_ELEMENTS // V)
         for start in range(0, n_resamples, rows):
             stop = min(n_resamples, start + rows)
-            m = gen.multinomial(T, pvals, size=stop - start)
-            means[start:stop] = (m @ values) / T
+            draws = gen.multinomial(T, pvals, size=stop - start)
+            means[start:stop] = (draws @ values) / T
         draw = "multinomial"
     else:
         rows = max(2, (_CHUNK_ELEMENTS // T) & ~1)
         for start in range(0, n_resamples, rows):
             stop = min(n_resamples, start + rows)
             idx = gen.integers(0, T, size=(stop - start, T))
-            means[start:stop] = x[idx].mean(axis=-1)
+            for j in range(m):
+                means[start:stop, j] = x[idx, j].mean(axis=-1)
         draw = "indices"
     alpha = 1.0 - confidence_level
-    low, high = np.percentile(means, [100 * alpha / 2, 100 * (1 - alpha / 2)])
-    return GroupedBootstrapResult(
-        mean,
-        float(low),
-        float(high),
-        float(means.std(ddof=1)) if n_resamples > 1 else 0.0,
-        status="ok",
-        reason=None,
-        draw=draw,
-        bootstrap_distribution=means,
-        **common,
-    )
+    lows, highs = np.percentile(means, [100 * alpha / 2, 100 * (1 - alpha / 2)], axis=0)
+    sds = means.std(axis=0, ddof=1) if n_resamples > 1 else np.zeros(m)
+    return [
+        GroupedBootstrapResult(
+            float(means_obs[j]),
+            float(lows[j]),
+            float(highs[j]),
+            float(sds[j]),
+            status="ok",
+            reason=None,
+            draw=draw,
+            bootstrap_distribution=means[:, j].copy(),
+            **common,
+        )
+        for j in range(m)
+    ]
