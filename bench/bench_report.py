@@ -55,7 +55,9 @@ print(json.dumps({"seconds": best, "peak_mb": resource.getrusage(resource.RUSAGE
 
 
 def _run(code: str, *args: str) -> dict:
-    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -69,18 +71,32 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "run"
         t = time.perf_counter()
-        write_synthetic_run(path, n_problems=args.problems, n_rollouts=args.rollouts, seed=1,
-                            p_infra_error=0.01, p_grader_error=0.005, p_unextracted=0.05, p_truncated=0.02)
+        write_synthetic_run(
+            path,
+            n_problems=args.problems,
+            n_rollouts=args.rollouts,
+            seed=1,
+            p_infra_error=0.01,
+            p_grader_error=0.005,
+            p_unextracted=0.05,
+            p_truncated=0.02,
+        )
         judgements = path / "tasks" / "synthetic_math" / "judgements.jsonl"
         n = args.problems * args.rollouts
-        print(f"generated {n:,} rollouts in {time.perf_counter() - t:.1f}s "
-              f"({judgements.stat().st_size / 1e6:.0f} MB of judgements)")
+        print(
+            f"generated {n:,} rollouts in {time.perf_counter() - t:.1f}s "
+            f"({judgements.stat().st_size / 1e6:.0f} MB of judgements)"
+        )
         parse = _run(PARSE, str(judgements))
         rep = _run(REPORT, str(path))
     ratio = rep["seconds"] / parse["seconds"]
-    print(f"report: rolleval report {rep['seconds']:.2f} s ({rep['n_metrics']} metrics with 95% CIs, B=10,000) "
-          f"vs orjson parse only {parse['seconds']:.2f} s -> {ratio:.2f}x the parse time (target <= 3x)")
-    print(f"report: peak memory {rep['peak_mb']:.0f} MB (target < 1536 MB); parse-only peak {parse['peak_mb']:.0f} MB")
+    print(
+        f"report: rolleval report {rep['seconds']:.2f} s ({rep['n_metrics']} metrics with 95% CIs, B=10,000) "
+        f"vs orjson parse only {parse['seconds']:.2f} s -> {ratio:.2f}x the parse time (target <= 3x)"
+    )
+    print(
+        f"report: peak memory {rep['peak_mb']:.0f} MB (target < 1536 MB); parse-only peak {parse['peak_mb']:.0f} MB"
+    )
 
 
 if __name__ == "__main__":

@@ -17,7 +17,14 @@ from rolleval.synthetic import write_synthetic_run
 def rolleval(*args: str, cwd=None) -> subprocess.CompletedProcess[str]:
     """Run the installed CLI as a user would (a real process)."""
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    return subprocess.run([sys.executable, "-m", "rolleval", *args], capture_output=True, text=True, cwd=cwd, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "rolleval", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=120,
+    )
 
 
 def test_report_text_and_json(tmp_path):
@@ -51,12 +58,18 @@ def test_corrupt_judgement_names_file_line_and_fix_and_keeps_files(tmp_path):
     run = write_synthetic_run(tmp_path / "r", n_problems=5, n_rollouts=2)
     tf = run.task("synthetic_math")
     lines = tf.judgements.read_bytes().splitlines(keepends=True)
-    lines[3] = b'{"problem_id": "synthetic_math/000001", "index": 1, "status": "ok", "correct": "yes"}\n'
+    lines[3] = (
+        b'{"problem_id": "synthetic_math/000001", "index": 1, "status": "ok", "correct": "yes"}\n'
+    )
     tf.judgements.write_bytes(b"".join(lines))
     before = tf.judgements.read_bytes()
     res = rolleval("report", str(run.path))
     assert res.returncode == 2
-    assert "judgements.jsonl:4" in res.stderr and "'correct' must be bool" in res.stderr and "regrade" in res.stderr
+    assert (
+        "judgements.jsonl:4" in res.stderr
+        and "'correct' must be bool" in res.stderr
+        and "regrade" in res.stderr
+    )
     assert "Traceback" not in res.stderr
     assert tf.judgements.read_bytes() == before
     assert not (run.path / "report.json").exists()
@@ -69,7 +82,9 @@ def test_debug_shows_traceback(tmp_path):
 
 def test_bad_flag_is_usage_error_exit_2(tmp_path):
     res = rolleval("report", str(tmp_path), "--confidence-level", "1.5")
-    assert res.returncode == 2 and "confidence-level" in res.stderr and "Traceback" not in res.stderr
+    assert (
+        res.returncode == 2 and "confidence-level" in res.stderr and "Traceback" not in res.stderr
+    )
 
 
 def test_show_failures_and_problem(tmp_path):
@@ -79,7 +94,9 @@ def test_show_failures_and_problem(tmp_path):
     items = [orjson.loads(x) for x in res.stdout.splitlines()]
     assert items and all(r["correct"] is not True for it in items for r in it["rollouts"])
     res = rolleval("show", str(tmp_path / "r"), "--problem", "synthetic_math/000002")
-    assert res.returncode == 0 and "synthetic_math/000002" in res.stdout and "rollout 2" in res.stdout
+    assert (
+        res.returncode == 0 and "synthetic_math/000002" in res.stdout and "rollout 2" in res.stdout
+    )
     res = rolleval("show", str(tmp_path / "r"), "--problem", "nope")
     assert res.returncode == 2 and "no problem 'nope'" in res.stderr
 

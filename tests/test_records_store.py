@@ -26,9 +26,33 @@ from rolleval.store import JsonlAppender, RunDir, TornLineWarning, atomic_write_
 
 def test_records_round_trip_through_jsonl():
     prompt = [{"role": "user", "content": "1+1?"}]
-    p = PromptRecord(problem_id="t/1", prompt=prompt, reference=["2", "two"], cluster="arith", extras={"k": 1}, content_hash=content_hash(prompt, ["2", "two"]))
-    r = RolloutRecord(problem_id="t/1", index=3, status="ok", text="2", finish_reason="stop", usage={"completion_tokens": 1}, latency_s=0.1, seed=7)
-    j = JudgementRecord(problem_id="t/1", index=3, status="ok", extracted="2", correct=True, cluster=0, grader="math@1")
+    p = PromptRecord(
+        problem_id="t/1",
+        prompt=prompt,
+        reference=["2", "two"],
+        cluster="arith",
+        extras={"k": 1},
+        content_hash=content_hash(prompt, ["2", "two"]),
+    )
+    r = RolloutRecord(
+        problem_id="t/1",
+        index=3,
+        status="ok",
+        text="2",
+        finish_reason="stop",
+        usage={"completion_tokens": 1},
+        latency_s=0.1,
+        seed=7,
+    )
+    j = JudgementRecord(
+        problem_id="t/1",
+        index=3,
+        status="ok",
+        extracted="2",
+        correct=True,
+        cluster=0,
+        grader="math@1",
+    )
     for rec in (p, r, j):
         line = dump_record(rec)
         assert line.endswith(b"\n") and b"null" not in line
@@ -88,7 +112,9 @@ def test_effective_rollouts_first_ok_wins_and_retries_supersede_failures():
 
 
 def test_make_judgement_copies_status_and_drops_nones():
-    rec = make_judgement({"problem_id": "a", "index": 2, "status": "infra_error", "error": "x"}, None, "g@1")
+    rec = make_judgement(
+        {"problem_id": "a", "index": 2, "status": "infra_error", "error": "x"}, None, "g@1"
+    )
     assert rec == {"problem_id": "a", "index": 2, "status": "infra_error", "grader": "g@1"}
 
 
@@ -172,7 +198,7 @@ def test_run_dir_open_checks_format_and_version(tmp_path):
     with pytest.raises(DataError, match="no such directory"):
         RunDir.open(tmp_path / "nope")
     (tmp_path / "empty").mkdir()
-    with pytest.raises(DataError, match="manifest.json missing"):
+    with pytest.raises(DataError, match=r"manifest\.json missing"):
         RunDir.open(tmp_path / "empty")
     run = RunDir.create(tmp_path / "r", {"run_id": "x", "rolleval_version": "0.0.1"})
     assert RunDir.open(run.path).manifest["run_id"] == "x"

@@ -17,7 +17,14 @@ from rolleval.store import RunDir, TornLineWarning, atomic_write_json
 from rolleval.synthetic import write_synthetic_run
 from rolleval.table import build_task_table, load_task_table
 
-FAULTS = dict(p_infra_error=0.05, p_grader_error=0.03, p_unextracted=0.1, p_truncated=0.05, torn_tail=True, duplicates=5)
+FAULTS = dict(
+    p_infra_error=0.05,
+    p_grader_error=0.03,
+    p_unextracted=0.1,
+    p_truncated=0.05,
+    torn_tail=True,
+    duplicates=5,
+)
 
 
 def _expected(run: RunDir, task: str, n_req: int):
@@ -59,7 +66,9 @@ def _mean(xs):
 
 @pytest.fixture
 def faulty_run(tmp_path):
-    return write_synthetic_run(tmp_path / "run", n_problems=60, n_rollouts=8, seed=3, clusters=4, **FAULTS)
+    return write_synthetic_run(
+        tmp_path / "run", n_problems=60, n_rollouts=8, seed=3, clusters=4, **FAULTS
+    )
 
 
 def test_report_matches_independent_count(faulty_run):
@@ -71,7 +80,9 @@ def test_report_matches_independent_count(faulty_run):
     m = rep["metrics"]
 
     elig = [v for v in per.values() if v["n"] > 0]
-    assert m["pass@1"]["value"] == pytest.approx(float(_mean(Fraction(v["c"], v["n"]) for v in elig)), abs=1e-12)
+    assert m["pass@1"]["value"] == pytest.approx(
+        float(_mean(Fraction(v["c"], v["n"]) for v in elig)), abs=1e-12
+    )
     assert m["pass@1"]["denominator"] == len(elig) and m["pass@1"]["n_total"] == 60
     for k in (2, 4, 8):
         ek = [v for v in per.values() if v["n"] >= k]
@@ -92,7 +103,9 @@ def test_report_matches_independent_count(faulty_run):
             continue
         top = max(counts.values())
         win = min(c for c, k in counts.items() if k == top)
-        maj.append(int(next(ok for c, ok, _ in sorted(v["clusters"], key=lambda t: t[2]) if c == win)))
+        maj.append(
+            int(next(ok for c, ok, _ in sorted(v["clusters"], key=lambda t: t[2]) if c == win))
+        )
         sc.append(Fraction(top, v["n"]))
     assert m["maj@n"]["value"] == pytest.approx(sum(maj) / len(maj), abs=1e-12)
     assert m["self_consistency"]["value"] == pytest.approx(float(_mean(sc)), abs=1e-12)
@@ -141,7 +154,9 @@ def test_k_beyond_n_is_unavailable_never_zero(tmp_path):
 
 
 def test_report_is_independent_of_record_order_and_byte_stable(tmp_path):
-    run = write_synthetic_run(tmp_path / "r", n_problems=40, n_rollouts=4, seed=5, p_infra_error=0.05, p_unextracted=0.1)
+    run = write_synthetic_run(
+        tmp_path / "r", n_problems=40, n_rollouts=4, seed=5, p_infra_error=0.05, p_unextracted=0.1
+    )
     first = report_run(run.path)
     a = run.report_path.read_bytes()
     tf = run.task("synthetic_math")
@@ -184,18 +199,42 @@ def _prompts(*pids):
 
 def test_table_errors_name_file_and_line():
     ok = {"problem_id": "a", "index": 0, "status": "ok", "correct": True}
-    with pytest.raises(DataError, match=r"j.jsonl:2: judgement for problem 'zz', which has no prompt record"):
-        build_task_table(_prompts("a"), [ok, {**ok, "problem_id": "zz"}], requested=1, judgements_path="j.jsonl")
+    with pytest.raises(
+        DataError, match=r"j.jsonl:2: judgement for problem 'zz', which has no prompt record"
+    ):
+        build_task_table(
+            _prompts("a"), [ok, {**ok, "problem_id": "zz"}], requested=1, judgements_path="j.jsonl"
+        )
     with pytest.raises(DataError, match=r"j.jsonl:1: 'status' must be one of"):
-        build_task_table(_prompts("a"), [{**ok, "status": "fine"}], requested=1, judgements_path="j.jsonl")
-    with pytest.raises(DataError, match=r"j.jsonl:1: judgement of an 'ok' rollout has no 'correct'"):
-        build_task_table(_prompts("a"), [{"problem_id": "a", "index": 0, "status": "ok"}], requested=1, judgements_path="j.jsonl")
+        build_task_table(
+            _prompts("a"), [{**ok, "status": "fine"}], requested=1, judgements_path="j.jsonl"
+        )
+    with pytest.raises(
+        DataError, match=r"j.jsonl:1: judgement of an 'ok' rollout has no 'correct'"
+    ):
+        build_task_table(
+            _prompts("a"),
+            [{"problem_id": "a", "index": 0, "status": "ok"}],
+            requested=1,
+            judgements_path="j.jsonl",
+        )
     with pytest.raises(DataError, match=r"j.jsonl:1: 'index' must be int, got '0'"):
-        build_task_table(_prompts("a"), [{**ok, "index": "0"}], requested=1, judgements_path="j.jsonl")
+        build_task_table(
+            _prompts("a"), [{**ok, "index": "0"}], requested=1, judgements_path="j.jsonl"
+        )
     with pytest.raises(DataError, match=r"'correct' must be bool"):
-        build_task_table(_prompts("a"), [{**ok, "correct": 1}], requested=1, judgements_path="j.jsonl")
-    with pytest.raises(DataError, match=r"p.jsonl:2: problem 'a' appears twice with different content"):
-        build_task_table([*_prompts("a"), {**_prompts("a")[0], "content_hash": "other"}], [], requested=1, prompts_path="p.jsonl")
+        build_task_table(
+            _prompts("a"), [{**ok, "correct": 1}], requested=1, judgements_path="j.jsonl"
+        )
+    with pytest.raises(
+        DataError, match=r"p.jsonl:2: problem 'a' appears twice with different content"
+    ):
+        build_task_table(
+            [*_prompts("a"), {**_prompts("a")[0], "content_hash": "other"}],
+            [],
+            requested=1,
+            prompts_path="p.jsonl",
+        )
 
 
 def test_indices_beyond_requested_are_counted_and_ignored():

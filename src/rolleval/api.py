@@ -15,7 +15,14 @@ import orjson
 from .errors import DataError, UsageError
 from .records import effective_rollouts, make_judgement
 from .report import InferenceSettings, build_run_report, write_run_report
-from .store import RunDir, TaskFiles, atomic_write_bytes, atomic_write_json, collect_warnings, read_jsonl
+from .store import (
+    RunDir,
+    TaskFiles,
+    atomic_write_bytes,
+    atomic_write_json,
+    collect_warnings,
+    read_jsonl,
+)
 
 __all__ = ["RegradeResult", "ReportResult", "regrade_run", "report_run", "show_records"]
 
@@ -43,7 +50,9 @@ def report_run(
     ``write`` is false. The same run directory and settings always give the same bytes.
     """
     rd = run if isinstance(run, RunDir) else RunDir.open(run)
-    inference = InferenceSettings(n_resamples=n_resamples, confidence_level=confidence_level, seed=seed)
+    inference = InferenceSettings(
+        n_resamples=n_resamples, confidence_level=confidence_level, seed=seed
+    )
     report, warns = build_run_report(rd, inference=inference)
     if write:
         write_run_report(rd, report)
@@ -69,21 +78,29 @@ def _references(task: TaskFiles) -> dict[str, Any]:
     return refs
 
 
-def regrade_task(task: TaskFiles, *, workers: int | None = None, grader_spec: dict[str, Any] | None = None) -> dict[str, int]:
+def regrade_task(
+    task: TaskFiles, *, workers: int | None = None, grader_spec: dict[str, Any] | None = None
+) -> dict[str, int]:
     """Rebuild one task's judgements from its stored rollouts with the current grader."""
     from .grading import grade_problems, make_grader
 
     settings = task.read_task()
     spec = grader_spec or settings.get("grader")
     if not isinstance(spec, dict):
-        raise DataError("task.json has no grader spec ('grader'); cannot regrade", path=task.task_json)
+        raise DataError(
+            "task.json has no grader spec ('grader'); cannot regrade", path=task.task_json
+        )
     grader = make_grader(spec)
     grader.check_available()
     refs = _references(task)
     content = read_jsonl(task.rollouts, what="rollout records")
     for rec, ln in zip(content.records, content.lines):
         if not isinstance(rec.get("problem_id"), str) or not isinstance(rec.get("index"), int):
-            raise DataError("rollout record needs 'problem_id' (string) and 'index' (integer)", path=task.rollouts, line=ln)
+            raise DataError(
+                "rollout record needs 'problem_id' (string) and 'index' (integer)",
+                path=task.rollouts,
+                line=ln,
+            )
         if rec["problem_id"] not in refs:
             raise DataError(
                 f"rollout for problem {rec['problem_id']!r}, which has no prompt record; the files do not belong together",
@@ -96,7 +113,10 @@ def regrade_task(task: TaskFiles, *, workers: int | None = None, grader_spec: di
         by_problem.setdefault(key[0], []).append(chosen[key])
     pids = sorted(by_problem)
     items = [
-        (refs[pid], [(r["index"], r.get("text") or "") for r in by_problem[pid] if r.get("status") == "ok"])
+        (
+            refs[pid],
+            [(r["index"], r.get("text") or "") for r in by_problem[pid] if r.get("status") == "ok"],
+        )
         for pid in pids
     ]
     old = {}
@@ -113,7 +133,10 @@ def regrade_task(task: TaskFiles, *, workers: int | None = None, grader_spec: di
             rec = make_judgement(r, v, grader.identity)
             judged += v is not None
             before = old.get((pid, r["index"]))
-            if before is not None and (before.get("correct"), before.get("extracted")) != (rec.get("correct"), rec.get("extracted")):
+            if before is not None and (before.get("correct"), before.get("extracted")) != (
+                rec.get("correct"),
+                rec.get("extracted"),
+            ):
                 changed += 1
             lines.append(orjson.dumps(rec) + b"\n")
     if task.judgements.exists():
@@ -167,12 +190,22 @@ def show_records(
     with collect_warnings():
         for name in names:
             tf = rd.require_task(name)
-            prompts = {r["problem_id"]: r for r in read_jsonl(tf.prompts, what="prompt records").records if "problem_id" in r}
+            prompts = {
+                r["problem_id"]: r
+                for r in read_jsonl(tf.prompts, what="prompt records").records
+                if "problem_id" in r
+            }
             if problem is not None and problem not in prompts:
                 continue
             found = True
             rolls, _ = effective_rollouts(
-                [r for r in read_jsonl(tf.rollouts, what="rollout records", missing_ok=True).records if problem is None or r.get("problem_id") == problem]
+                [
+                    r
+                    for r in read_jsonl(
+                        tf.rollouts, what="rollout records", missing_ok=True
+                    ).records
+                    if problem is None or r.get("problem_id") == problem
+                ]
             )
             judg: dict[tuple[str, int], dict[str, Any]] = {}
             for r in read_jsonl(tf.judgements, what="judgement records", missing_ok=True).records:
@@ -200,15 +233,21 @@ def show_records(
                 if unextracted and not (gradable and item["extracted"] is None):
                     continue
                 per.setdefault(key[0], []).append(item)
-            for pid in sorted(per if (failures or unextracted) else set(per) | ({problem} if problem else set(prompts))):
+            for pid in sorted(
+                per
+                if (failures or unextracted)
+                else set(per) | ({problem} if problem else set(prompts))
+            ):
                 p = prompts.get(pid, {})
-                out.append({
-                    "task": name,
-                    "problem_id": pid,
-                    "prompt": p.get("prompt"),
-                    "reference": p.get("reference"),
-                    "rollouts": per.get(pid, []),
-                })
+                out.append(
+                    {
+                        "task": name,
+                        "problem_id": pid,
+                        "prompt": p.get("prompt"),
+                        "reference": p.get("reference"),
+                        "rollouts": per.get(pid, []),
+                    }
+                )
     if problem is not None and not found:
         raise UsageError(f"no problem {problem!r} in {rd.path} (tasks: {', '.join(names)})")
     return out

@@ -87,9 +87,26 @@ class RunConfig(BaseModel):
 
 
 _MEASUREMENT = (
-    "model", "tasks", "n", "seed", "limit", "sampling", "api", "system_prompt", "server_options", "denominator_policy",
+    "model",
+    "tasks",
+    "n",
+    "seed",
+    "limit",
+    "sampling",
+    "api",
+    "system_prompt",
+    "server_options",
+    "denominator_policy",
 )
-_THROUGHPUT = ("endpoints", "api_key_env", "concurrency", "timeout_s", "max_retries", "grading_workers", "ks")
+_THROUGHPUT = (
+    "endpoints",
+    "api_key_env",
+    "concurrency",
+    "timeout_s",
+    "max_retries",
+    "grading_workers",
+    "ks",
+)
 
 
 def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -103,11 +120,25 @@ def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise DataError(f"not valid YAML ({getattr(exc, 'problem', exc)})", path=p, line=None if mark is None else mark.line + 1) from None
+        raise DataError(
+            f"not valid YAML ({getattr(exc, 'problem', exc)})",
+            path=p,
+            line=None if mark is None else mark.line + 1,
+        ) from None
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise DataError("a run config must be a mapping of settings", path=p)
+    # relative data paths of user-file tasks are relative to the config file
+    tasks = data.get("tasks")
+    if isinstance(tasks, list):
+        for entry in tasks:
+            if (
+                isinstance(entry, dict)
+                and isinstance(entry.get("path"), str)
+                and not Path(entry["path"]).is_absolute()
+            ):
+                entry["path"] = str((p.parent / entry["path"]).resolve())
     return data
 
 
@@ -120,7 +151,13 @@ def build_config(data: dict[str, Any], *, source: str = "config") -> RunConfig:
         loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
         msg = err["msg"]
         if err["type"] == "extra_forbidden":
-            allowed = ", ".join(sorted(RunConfig.model_fields if len(err["loc"]) == 1 else SamplingOverrides.model_fields))
+            allowed = ", ".join(
+                sorted(
+                    RunConfig.model_fields
+                    if len(err["loc"]) == 1
+                    else SamplingOverrides.model_fields
+                )
+            )
             msg = f"unknown setting (allowed: {allowed})"
         raise UsageError(f"{source}: {loc}: {msg}") from None
 

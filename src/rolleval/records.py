@@ -174,7 +174,11 @@ def dump_record(record: BaseModel | dict[str, Any]) -> bytes:
     """One JSONL line (with trailing newline) for a record; ``None`` values and empty
     ``metrics``/``extras`` are dropped."""
     data = record.model_dump(exclude_none=True) if isinstance(record, BaseModel) else record
-    data = {k: v for k, v in data.items() if v is not None and not (k in ("metrics", "extras") and not v)}
+    data = {
+        k: v
+        for k, v in data.items()
+        if v is not None and not (k in ("metrics", "extras") and not v)
+    }
     return orjson.dumps(data) + b"\n"
 
 
@@ -188,7 +192,9 @@ def check_schema_version(version: object, *, path: object) -> None:
         )
 
 
-def effective_rollouts(records: list[dict[str, Any]]) -> tuple[dict[tuple[str, int], dict[str, Any]], int]:
+def effective_rollouts(
+    records: list[dict[str, Any]],
+) -> tuple[dict[tuple[str, int], dict[str, Any]], int]:
     """The rollout that counts for each (problem, index), and how many duplicates were ignored.
 
     Rule: the first record with status ``ok`` wins; without one, the last attempt wins (a

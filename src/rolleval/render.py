@@ -25,7 +25,10 @@ def render_task_report(rep: dict[str, Any]) -> str:
         f"task {rep.get('task')}  grader {rep.get('grader') or 'unknown'}  "
         f"policy {rep['denominator_policy']}  score {rep['score_key']}"
     )
-    dist = ", ".join(f"{k}x{v}" for k, v in sorted(ro["gradable_per_problem"].items(), key=lambda kv: -int(kv[0])))
+    dist = ", ".join(
+        f"{k}x{v}"
+        for k, v in sorted(ro["gradable_per_problem"].items(), key=lambda kv: -int(kv[0]))
+    )
     lines.append(
         f"  problems {pr['total']} ({pr['with_gradable_rollout']} with a gradable rollout); rollouts "
         f"requested {ro['requested']}, completed {ro['completed']}, gradable {ro['gradable']}, "
@@ -51,7 +54,14 @@ def render_task_report(rep: dict[str, Any]) -> str:
         lines.append(f"  {name:<26}{fmt_num(m['value']):>8}   {ci_s:<19}{numden:>16}")
     h = rep["health"]
     parts = []
-    for key in ("n_unextracted", "n_truncated", "n_short", "infra_errors", "grader_errors", "missing"):
+    for key in (
+        "n_unextracted",
+        "n_truncated",
+        "n_short",
+        "infra_errors",
+        "grader_errors",
+        "missing",
+    ):
         v = h[key]
         rate = "N/A" if v["rate"] is None else f"{100 * v['rate']:.1f}%"
         parts.append(f"{key} {v['count']}/{v['of']} ({rate})")

@@ -16,7 +16,7 @@ import numpy as np
 from . import metrics as M
 from ._version import __version__
 from .errors import UsageError
-from .stats._grouped import grouped_bootstrap_columns
+from .stats import grouped_bootstrap_columns
 from .store import RunDir, TaskFiles, atomic_write_json, collect_warnings
 from .table import STATUS_CODES, TaskTable, load_task_table
 
@@ -129,7 +129,11 @@ def per_problem_values(
         vals = np.full(T, np.nan)
         ok = n > 0
         vals[ok] = s[ok] / n[ok]
-        out["pass@1"] = (vals, {"k": 1, "score_key": score_key}, "no problem has a gradable rollout")
+        out["pass@1"] = (
+            vals,
+            {"k": 1, "score_key": score_key},
+            "no problem has a gradable rollout",
+        )
         for k in family_ks:
             out[f"pass@{k}"] = (
                 np.full(T, np.nan),
@@ -159,7 +163,9 @@ def per_problem_values(
     return out
 
 
-def _intervals(columns: dict[str, np.ndarray], inference: InferenceSettings) -> dict[str, dict[str, Any]]:
+def _intervals(
+    columns: dict[str, np.ndarray], inference: InferenceSettings
+) -> dict[str, dict[str, Any]]:
     """Bootstrap intervals for many metrics.
 
     Metrics that are functions of a problem's (n, c) and share the same eligible problems
@@ -217,7 +223,9 @@ def task_report(
 
     g = table.r_gradable
     n_gradable = table.per_problem(g).astype(np.int64)
-    values = per_problem_values(table, ks=ks, taus=taus, denominator_policy=policy, score_key=score_key)
+    values = per_problem_values(
+        table, ks=ks, taus=taus, denominator_policy=policy, score_key=score_key
+    )
 
     metrics_out: dict[str, Any] = {}
     available: dict[str, np.ndarray] = {}
@@ -238,7 +246,9 @@ def task_report(
     if se["clt"] is None:
         se["reason"] = "fewer than 2 eligible problems"
     if any(c is not None for c in table.clusters):
-        keys = np.array([c if c is not None else f"\x00{i}" for i, c in enumerate(table.clusters)], dtype=object)
+        keys = np.array(
+            [c if c is not None else f"\x00{i}" for i, c in enumerate(table.clusters)], dtype=object
+        )
         mask = ~np.isnan(p1)
         se["clustered"] = stats.clustered_se(elig, keys[mask]) if mask.sum() >= 2 else None
         se["cluster_method"] = "CR1 sandwich over declared clusters"
@@ -263,7 +273,9 @@ def task_report(
     tokens = tokens[~np.isnan(tokens)]
     health = {
         "n_unextracted": _rate(int((g & ~table.r_extracted).sum()), n_g, what="gradable rollouts"),
-        "n_truncated": _rate(int((ok_status & table.r_truncated).sum()), n_ok, what="completed rollouts"),
+        "n_truncated": _rate(
+            int((ok_status & table.r_truncated).sum()), n_ok, what="completed rollouts"
+        ),
         "n_short": _rate(int((n_gradable < table.requested).sum()), T, what="problems"),
         "infra_errors": _rate(n_infra + n_timeout, n_requested, what="requested rollouts"),
         "timeouts": _rate(n_timeout, n_requested, what="requested rollouts"),
@@ -310,7 +322,9 @@ def task_report(
     }
 
 
-def build_run_report(run: RunDir, *, inference: InferenceSettings | None = None) -> tuple[dict[str, Any], list[str]]:
+def build_run_report(
+    run: RunDir, *, inference: InferenceSettings | None = None
+) -> tuple[dict[str, Any], list[str]]:
     """Recompute every task's report from disk. Returns (report, warning messages)."""
     tasks: dict[str, Any] = {}
     with collect_warnings() as caught:

@@ -41,7 +41,15 @@ from .client import Client, Completion, EndpointConfig, SamplingParams
 from .config import RunConfig, config_diff
 from .errors import RunError, UsageError
 from .records import SCHEMA_VERSION, content_hash, dump_record, effective_rollouts, make_judgement
-from .store import JsonlAppender, RunDir, TaskFiles, atomic_write_bytes, atomic_write_json, collect_warnings, read_jsonl
+from .store import (
+    JsonlAppender,
+    RunDir,
+    TaskFiles,
+    atomic_write_bytes,
+    atomic_write_json,
+    collect_warnings,
+    read_jsonl,
+)
 
 __all__ = ["RunOutcome", "derive_seed", "run_eval"]
 
@@ -92,7 +100,10 @@ def _prompt_as_sent(problem: Any, config: RunConfig) -> Any:
     else:
         messages = [dict(m) for m in prompt]
     if config.system_prompt is not None:
-        messages = [{"role": "system", "content": config.system_prompt}, *[m for m in messages if m.get("role") != "system"]]
+        messages = [
+            {"role": "system", "content": config.system_prompt},
+            *[m for m in messages if m.get("role") != "system"],
+        ]
     if config.api == "completions":
         return "\n\n".join(m["content"] for m in messages)
     return messages
@@ -179,7 +190,9 @@ class _Progress:
         self.stream.flush()
 
 
-def _task_settings(spec: Any, config: RunConfig, grader: Any, hashes: dict[str, str], sampling: SamplingParams) -> dict[str, Any]:
+def _task_settings(
+    spec: Any, config: RunConfig, grader: Any, hashes: dict[str, str], sampling: SamplingParams
+) -> dict[str, Any]:
     from .grading import grader_versions
 
     ordered = [hashes[k] for k in sorted(hashes)]
@@ -246,7 +259,11 @@ def _profile(files: TaskFiles, segments: list[dict[str, Any]]) -> dict[str, Any]
         return float(np.percentile(lat, q)) if len(lat) else None
 
     return {
-        "rollouts": {"effective": len(chosen), "attempts": len(recs), "by_status": dict(sorted(statuses.items()))},
+        "rollouts": {
+            "effective": len(chosen),
+            "attempts": len(recs),
+            "by_status": dict(sorted(statuses.items())),
+        },
         "retries": int(sum(r.get("retries", 0) for r in recs)),
         "tokens": {
             "prompt_total": int(sum(in_tok_v)) if in_tok_v else None,
@@ -256,7 +273,9 @@ def _profile(files: TaskFiles, segments: list[dict[str, Any]]) -> dict[str, Any]
         },
         "latency_s": {"p50": pct(50), "p90": pct(90), "p99": pct(99), "n": len(lat)},
         "response_models": sorted({r["model"] for r in ok if r.get("model")}),
-        "system_fingerprints": sorted({r["system_fingerprint"] for r in ok if r.get("system_fingerprint")}),
+        "system_fingerprints": sorted(
+            {r["system_fingerprint"] for r in ok if r.get("system_fingerprint")}
+        ),
         "note": "throughput uses the wall time of all run segments (all tasks of the run share it)",
         "wall_seconds": wall,
         "rollouts_per_second": (len(ok) / wall) if wall > 0 else None,
@@ -285,7 +304,9 @@ def run_eval(
     existing: RunDir | None = None
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         if not resume:
-            raise UsageError(f"{out}: run directory exists; pass --resume to continue it, or choose another --out")
+            raise UsageError(
+                f"{out}: run directory exists; pass --resume to continue it, or choose another --out"
+            )
         existing = RunDir.open(out)
         diff = config_diff(existing.manifest.get("measurement", {}), config.measurement())
         if diff:
@@ -294,7 +315,9 @@ def run_eval(
                 "restore these settings or start a new run with another --out"
             )
     elif resume:
-        raise UsageError(f"{out}: nothing to resume (no run directory); drop --resume to start a new run")
+        raise UsageError(
+            f"{out}: nothing to resume (no run directory); drop --resume to start a new run"
+        )
 
     from .grading import make_grader
 
@@ -311,9 +334,13 @@ def run_eval(
         check_local_available()
         local = LocalServer(LocalServerOptions(server_options=dict(config.server_options)))
     elif config.server_options:
-        raise UsageError("server_options apply only to model 'local' (the embedded llama.cpp server)")
+        raise UsageError(
+            "server_options apply only to model 'local' (the embedded llama.cpp server)"
+        )
     if local is None and not config.endpoints:
-        raise UsageError("no endpoint: pass --endpoint http://HOST:PORT/v1 (repeatable), or --model local")
+        raise UsageError(
+            "no endpoint: pass --endpoint http://HOST:PORT/v1 (repeatable), or --model local"
+        )
 
     with contextlib.ExitStack() as stack:
         if local is not None:
@@ -334,7 +361,19 @@ def run_eval(
             concurrency=config.concurrency,
         )
         return asyncio.run(
-            _run_async(config, out, existing, resolved, graders, endpoint, local, transport, progress, say, t0)
+            _run_async(
+                config,
+                out,
+                existing,
+                resolved,
+                graders,
+                endpoint,
+                local,
+                transport,
+                progress,
+                say,
+                t0,
+            )
         )
 
 
@@ -409,8 +448,14 @@ async def _run_async(
             for t in tasks:
                 stored = t.files.read_task()
                 changed = config_diff(
-                    {"problem_hashes": stored.get("problem_hashes"), "grader": stored.get("grader")},
-                    {"problem_hashes": t.settings["problem_hashes"], "grader": t.settings["grader"]},
+                    {
+                        "problem_hashes": stored.get("problem_hashes"),
+                        "grader": stored.get("grader"),
+                    },
+                    {
+                        "problem_hashes": t.settings["problem_hashes"],
+                        "grader": t.settings["grader"],
+                    },
                 )
                 if changed:
                     raise UsageError(
@@ -448,7 +493,9 @@ async def _run_async(
             states.append(state)
             # judgements: keep only problems that are final and fully judged
             with collect_warnings():
-                jrecs = read_jsonl(t.files.judgements, what="judgement records", missing_ok=True).records
+                jrecs = read_jsonl(
+                    t.files.judgements, what="judgement records", missing_ok=True
+                ).records
             judged: dict[str, dict[int, dict[str, Any]]] = {}
             for rec in jrecs:
                 judged.setdefault(rec.get("problem_id"), {}).setdefault(rec.get("index"), rec)
@@ -456,8 +503,10 @@ async def _run_async(
             rewrite = False
             for pid in sorted(t.prompts):
                 js = judged.get(pid, {})
-                complete = pid not in need_problems and set(js) == set(range(config.n)) and all(
-                    js[j].get("status") == state[pid][j].get("status") for j in js
+                complete = (
+                    pid not in need_problems
+                    and set(js) == set(range(config.n))
+                    and all(js[j].get("status") == state[pid][j].get("status") for j in js)
                 )
                 if complete:
                     keep_lines += [orjson.dumps(js[j]) + b"\n" for j in sorted(js)]
@@ -490,7 +539,11 @@ async def _run_async(
         def grade(ti: int, pid: str) -> None:
             t = tasks[ti]
             rolls = states[ti][pid]
-            items = [(j, r.get("text") or "") for j, r in sorted(rolls.items()) if r.get("status") == "ok"]
+            items = [
+                (j, r.get("text") or "")
+                for j, r in sorted(rolls.items())
+                if r.get("status") == "ok"
+            ]
             fut = asyncio.wrap_future(pools[ti].submit(t.references[pid], items))
 
             def done(f: asyncio.Future[Any]) -> None:
@@ -502,7 +555,9 @@ async def _run_async(
                         if verdicts is None:
                             from .grading import Verdict
 
-                            err = "cancelled" if f.cancelled() else f"grading failed: {f.exception()}"
+                            err = (
+                                "cancelled" if f.cancelled() else f"grading failed: {f.exception()}"
+                            )
                             v = Verdict.failed(err)
                         else:
                             v = verdicts.get(j)
@@ -554,7 +609,13 @@ async def _run_async(
                 p.close()
             for a in appenders + j_appenders:
                 a.close()
-            segment.update(ended_at=_now(), seconds=time.monotonic() - seg_start, completed=stats["completed"], failed=stats["failed"], status=status)
+            segment.update(
+                ended_at=_now(),
+                seconds=time.monotonic() - seg_start,
+                completed=stats["completed"],
+                failed=stats["failed"],
+                status=status,
+            )
             run.manifest.setdefault("segments", []).append(segment)
             run.manifest["status"] = status
             run.write_manifest()

@@ -114,7 +114,9 @@ def _split_torn(data: bytes) -> tuple[bytes, bytes]:
     return data[:cut], data[cut:]
 
 
-def read_jsonl(path: str | os.PathLike[str], *, what: str = "records", missing_ok: bool = False) -> JsonlContent:
+def read_jsonl(
+    path: str | os.PathLike[str], *, what: str = "records", missing_ok: bool = False
+) -> JsonlContent:
     """Read a JSONL file of JSON objects.
 
     Blank lines are skipped. A final line without newline that does not parse is *torn*: it
@@ -209,7 +211,11 @@ _CHUNK_BYTES = 4 << 20
 
 
 def read_jsonl_columns(
-    path: str | os.PathLike[str], fields: list[str], *, what: str = "records", missing_ok: bool = False
+    path: str | os.PathLike[str],
+    fields: list[str],
+    *,
+    what: str = "records",
+    missing_ok: bool = False,
 ) -> JsonlColumns:
     """Read chosen fields of a JSONL file without keeping the parsed records.
 
@@ -229,7 +235,9 @@ def read_jsonl_columns(
         # Blank or unusual lines: take the general reader and project.
         content = read_jsonl(path, what=what)
         cols = {f: [r.get(f) for r in content.records] for f in fields}
-        return JsonlColumns(cols, len(content.records), content.lines, content.torn_line, content.torn_bytes)
+        return JsonlColumns(
+            cols, len(content.records), content.lines, content.torn_line, content.torn_bytes
+        )
     body, tail = _split_torn(data)
     del data
     torn_line = None
@@ -282,7 +290,9 @@ def _fill_columns(body: bytes, cols: dict[str, list[Any]], fields: list[str], pa
                     orjson.loads(ln)
                 except orjson.JSONDecodeError as exc:
                     raise DataError(
-                        f"line is not valid JSON ({exc}); fix or delete this line", path=path, line=n + j + 1
+                        f"line is not valid JSON ({exc}); fix or delete this line",
+                        path=path,
+                        line=n + j + 1,
                     ) from None
             raise DataError("lines could not be split into records", path=path) from None
         if not all(type(r) is dict for r in recs):

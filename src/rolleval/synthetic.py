@@ -73,7 +73,12 @@ def write_synthetic_run(
         prompt = [{"role": "user", "content": f"Synthetic problem {i}: what is the answer?"}]
         h = content_hash(prompt, golds[i])
         hashes[pid] = h
-        rec: dict[str, Any] = {"problem_id": pid, "prompt": prompt, "reference": golds[i], "content_hash": h}
+        rec: dict[str, Any] = {
+            "problem_id": pid,
+            "prompt": prompt,
+            "reference": golds[i],
+            "content_hash": h,
+        }
         if clusters:
             rec["cluster"] = f"c{i % clusters}"
         prompts.append(orjson.dumps(rec) + b"\n")
@@ -96,8 +101,28 @@ def write_synthetic_run(
         clusters_seen: dict[str, int] = {}
         for j in range(K):
             if infra[i, j]:
-                roll_lines.append(orjson.dumps({"problem_id": pid, "index": j, "status": "infra_error", "error": "HTTP 503 after 5 retries"}) + b"\n")
-                judge_lines.append(orjson.dumps({"problem_id": pid, "index": j, "status": "infra_error", "grader": grader_identity}) + b"\n")
+                roll_lines.append(
+                    orjson.dumps(
+                        {
+                            "problem_id": pid,
+                            "index": j,
+                            "status": "infra_error",
+                            "error": "HTTP 503 after 5 retries",
+                        }
+                    )
+                    + b"\n"
+                )
+                judge_lines.append(
+                    orjson.dumps(
+                        {
+                            "problem_id": pid,
+                            "index": j,
+                            "status": "infra_error",
+                            "grader": grader_identity,
+                        }
+                    )
+                    + b"\n"
+                )
                 continue
             if correct[i, j]:
                 ans: str | None = str(gold)
@@ -105,16 +130,35 @@ def write_synthetic_run(
                 ans = None
             else:
                 ans = str(gold + 1 + int(wrong_pick[i, j]))
-            text = f"Reasoning... so the answer is \\boxed{{{ans}}}." if ans is not None else "I am not sure."
+            text = (
+                f"Reasoning... so the answer is \\boxed{{{ans}}}."
+                if ans is not None
+                else "I am not sure."
+            )
             finish = "length" if trunc[i, j] else "stop"
             roll_lines.append(
-                orjson.dumps({
-                    "problem_id": pid, "index": j, "status": "ok", "text": text, "finish_reason": finish,
-                    "usage": {"prompt_tokens": 30, "completion_tokens": int(tokens[i, j])},
-                    "latency_s": float(tokens[i, j]) / 100.0, "seed": seed * 1_000_003 + i * 1009 + j,
-                }) + b"\n"
+                orjson.dumps(
+                    {
+                        "problem_id": pid,
+                        "index": j,
+                        "status": "ok",
+                        "text": text,
+                        "finish_reason": finish,
+                        "usage": {"prompt_tokens": 30, "completion_tokens": int(tokens[i, j])},
+                        "latency_s": float(tokens[i, j]) / 100.0,
+                        "seed": seed * 1_000_003 + i * 1009 + j,
+                    }
+                )
+                + b"\n"
             )
-            jrec: dict[str, Any] = {"problem_id": pid, "index": j, "status": "ok", "finish_reason": finish, "output_tokens": int(tokens[i, j]), "grader": grader_identity}
+            jrec: dict[str, Any] = {
+                "problem_id": pid,
+                "index": j,
+                "status": "ok",
+                "finish_reason": finish,
+                "output_tokens": int(tokens[i, j]),
+                "grader": grader_identity,
+            }
             if gerr[i, j]:
                 jrec["grader_error"] = "timeout after 30s"
             else:
@@ -151,7 +195,8 @@ def write_synthetic_run(
     return run
 
 
-def true_rates(n_problems: int, *, seed: int = 0, beta: tuple[float, float] = (2.0, 2.0)) -> np.ndarray:
+def true_rates(
+    n_problems: int, *, seed: int = 0, beta: tuple[float, float] = (2.0, 2.0)
+) -> np.ndarray:
     """The true per-problem rates :func:`write_synthetic_run` draws for ``seed``."""
     return np.random.default_rng(seed).beta(*beta, size=n_problems)
-

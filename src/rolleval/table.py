@@ -28,7 +28,9 @@ from .store import JsonlColumns, TaskFiles, read_jsonl, read_jsonl_columns
 __all__ = ["STATUS_CODES", "TaskTable", "build_task_table", "load_task_table"]
 
 STATUS_CODES = {s: i for i, s in enumerate(ROLLOUT_STATUSES)}
-_OK, _TIMEOUT, _INFRA, _SKIPPED = (STATUS_CODES[s] for s in ("ok", "timeout", "infra_error", "skipped"))
+_OK, _TIMEOUT, _INFRA, _SKIPPED = (
+    STATUS_CODES[s] for s in ("ok", "timeout", "infra_error", "skipped")
+)
 
 
 @dataclass
@@ -75,7 +77,13 @@ _NoneType = type(None)
 
 
 def _check_column(
-    values: list[Any], kinds: tuple[type, ...], name: str, path: Any, line_of: Any, *, optional: bool
+    values: list[Any],
+    kinds: tuple[type, ...],
+    name: str,
+    path: Any,
+    line_of: Any,
+    *,
+    optional: bool,
 ) -> None:
     """Raise a DataError naming the first record whose ``name`` has the wrong type.
 
@@ -88,11 +96,29 @@ def _check_column(
     for i, v in enumerate(values):
         if type(v) not in allowed:
             if v is None:
-                raise _bad(path, line_of(i), f"record has no {name!r}; every judgement needs it (regrade the run to rebuild judgements)")
-            raise _bad(path, line_of(i), f"{name!r} must be {want}, got {v!r}; regrade the run to rebuild judgements")
+                raise _bad(
+                    path,
+                    line_of(i),
+                    f"record has no {name!r}; every judgement needs it (regrade the run to rebuild judgements)",
+                )
+            raise _bad(
+                path,
+                line_of(i),
+                f"{name!r} must be {want}, got {v!r}; regrade the run to rebuild judgements",
+            )
 
 
-JUDGEMENT_FIELDS = ["problem_id", "index", "status", "correct", "extracted", "cluster", "finish_reason", "output_tokens", "grader_error"]
+JUDGEMENT_FIELDS = [
+    "problem_id",
+    "index",
+    "status",
+    "correct",
+    "extracted",
+    "cluster",
+    "finish_reason",
+    "output_tokens",
+    "grader_error",
+]
 
 
 def build_task_table(
@@ -114,7 +140,9 @@ def build_task_table(
         prompt_lines = list(range(1, len(prompts) + 1))
     fields = _fields_for(score_key)
     if not isinstance(judgements, JsonlColumns):
-        judgements = JsonlColumns({f: [r.get(f) for r in judgements] for f in fields}, len(judgements))
+        judgements = JsonlColumns(
+            {f: [r.get(f) for r in judgements] for f in fields}, len(judgements)
+        )
     C = judgements.columns
     line_of = judgements.line_of
     nJ = judgements.n
@@ -128,7 +156,11 @@ def build_task_table(
             raise _bad(prompts_path, ln, "prompt record has no 'problem_id' string")
         if pid in seen:
             if seen[pid].get("content_hash") != rec.get("content_hash"):
-                raise _bad(prompts_path, ln, f"problem {pid!r} appears twice with different content; remove one of the records")
+                raise _bad(
+                    prompts_path,
+                    ln,
+                    f"problem {pid!r} appears twice with different content; remove one of the records",
+                )
             n_dup_prompts += 1
             continue
         seen[pid] = rec
@@ -144,12 +176,19 @@ def build_task_table(
     _check_column(C["correct"], (bool,), "correct", judgements_path, line_of, optional=True)
     _check_column(C["cluster"], (int,), "cluster", judgements_path, line_of, optional=True)
     _check_column(C["extracted"], (str,), "extracted", judgements_path, line_of, optional=True)
-    _check_column(C["output_tokens"], (int, float), "output_tokens", judgements_path, line_of, optional=True)
-    pos = np.array([pos_of.get(p, -1) for p in C["problem_id"]], dtype=np.int64) if nJ else np.zeros(0, np.int64)
+    _check_column(
+        C["output_tokens"], (int, float), "output_tokens", judgements_path, line_of, optional=True
+    )
+    pos = (
+        np.array([pos_of.get(p, -1) for p in C["problem_id"]], dtype=np.int64)
+        if nJ
+        else np.zeros(0, np.int64)
+    )
     if nJ and pos.min() < 0:
         i = int(np.argmin(pos))
         raise _bad(
-            judgements_path, line_of(i),
+            judgements_path,
+            line_of(i),
             f"judgement for problem {C['problem_id'][i]!r}, which has no prompt record in {prompts_path}; "
             "the files do not belong together (regrade the run)",
         )
@@ -157,11 +196,16 @@ def build_task_table(
     if nJ and idx.min() < 0:
         i = int(np.argmin(idx))
         raise _bad(judgements_path, line_of(i), f"'index' must be >= 0, got {int(idx[i])}")
-    status = np.array([STATUS_CODES.get(s, -1) for s in C["status"]], dtype=np.int8) if nJ else np.zeros(0, np.int8)
+    status = (
+        np.array([STATUS_CODES.get(s, -1) for s in C["status"]], dtype=np.int8)
+        if nJ
+        else np.zeros(0, np.int8)
+    )
     if nJ and status.min() < 0:
         i = int(np.argmin(status))
         raise _bad(
-            judgements_path, line_of(i),
+            judgements_path,
+            line_of(i),
             f"'status' must be one of {', '.join(ROLLOUT_STATUSES)}, got {C['status'][i]!r}",
         )
 
@@ -188,7 +232,9 @@ def build_task_table(
     extracted_all = np.array([v is not None for v in C["extracted"]], dtype=bool)
     cluster_all = np.array([-1 if v is None else v for v in C["cluster"]], dtype=np.int64)
     truncated_all = np.array([f == "length" for f in C["finish_reason"]], dtype=bool)
-    tokens_all = np.array([np.nan if t is None else t for t in C["output_tokens"]], dtype=np.float64)
+    tokens_all = np.array(
+        [np.nan if t is None else t for t in C["output_tokens"]], dtype=np.float64
+    )
 
     st = status[rows]
     grader_error = grader_error_all[rows]
@@ -197,7 +243,8 @@ def build_task_table(
     if missing_verdict.any():
         i = int(rows[np.flatnonzero(missing_verdict)[0]])
         raise _bad(
-            judgements_path, line_of(i),
+            judgements_path,
+            line_of(i),
             "judgement of an 'ok' rollout has no 'correct' and no 'grader_error'; regrade the run",
         )
     correct = correct_all[rows] & gradable
@@ -218,7 +265,11 @@ def build_task_table(
         lacking = gradable & np.isnan(score)
         if lacking.any():
             i = int(rows[np.flatnonzero(lacking)[0]])
-            raise _bad(judgements_path, line_of(i), f"score_key is {score_key!r} but this gradable judgement has no value for it")
+            raise _bad(
+                judgements_path,
+                line_of(i),
+                f"score_key is {score_key!r} but this gradable judgement has no value for it",
+            )
 
     return TaskTable(
         problem_ids=problem_ids,
@@ -257,7 +308,9 @@ def load_task_table(task: TaskFiles, *, settings: dict[str, Any] | None = None) 
     settings = task.read_task() if settings is None else settings
     score_key = settings.get("score_key", "correct")
     prompts = read_jsonl(task.prompts, what="prompt records")
-    judgements = read_jsonl_columns(task.judgements, _fields_for(score_key), what="judgement records", missing_ok=True)
+    judgements = read_jsonl_columns(
+        task.judgements, _fields_for(score_key), what="judgement records", missing_ok=True
+    )
     table = build_task_table(
         prompts.records,
         judgements,

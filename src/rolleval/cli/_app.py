@@ -20,7 +20,20 @@ def cli(debug: bool) -> None:
 
 def inference_options(f):
     """Options shared by every command that computes intervals."""
-    f = click.option("--seed", "seed", type=int, default=0, show_default=True, help="Bootstrap seed.")(f)
-    f = click.option("--n-resamples", type=click.IntRange(min=1), default=10_000, show_default=True, help="Bootstrap resamples (B).")(f)
-    f = click.option("--confidence-level", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95, show_default=True)(f)
+    f = click.option(
+        "--seed", "seed", type=int, default=0, show_default=True, help="Bootstrap seed."
+    )(f)
+    f = click.option(
+        "--n-resamples",
+        type=click.IntRange(min=1),
+        default=10_000,
+        show_default=True,
+        help="Bootstrap resamples (B).",
+    )(f)
+    f = click.option(
+        "--confidence-level",
+        type=click.FloatRange(0, 1, min_open=True, max_open=True),
+        default=0.95,
+        show_default=True,
+    )(f)
     return f

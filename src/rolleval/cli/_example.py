@@ -11,12 +11,25 @@ from ._app import cli
 @click.option("--problems", type=click.IntRange(min=1), default=200, show_default=True)
 @click.option("--rollouts", type=click.IntRange(min=1), default=8, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-@click.option("--shift", type=float, default=0.0, show_default=True, help="Added to every true success rate (a candidate that regressed: -0.05).")
+@click.option(
+    "--shift",
+    type=float,
+    default=0.0,
+    show_default=True,
+    help="Added to every true success rate (a candidate that regressed: -0.05).",
+)
 def example_cmd(out: str, problems: int, rollouts: int, seed: int, shift: float) -> int:
     """Write a synthetic run directory OUT (no model needed) with a few injected faults."""
     write_synthetic_run(
-        out, n_problems=problems, n_rollouts=rollouts, seed=seed, shift=shift,
-        p_infra_error=0.01, p_grader_error=0.005, p_unextracted=0.05, p_truncated=0.02,
+        out,
+        n_problems=problems,
+        n_rollouts=rollouts,
+        seed=seed,
+        shift=shift,
+        p_infra_error=0.01,
+        p_grader_error=0.005,
+        p_unextracted=0.05,
+        p_truncated=0.02,
     )
     click.echo(f"synthetic run written to {out}")
     return 0

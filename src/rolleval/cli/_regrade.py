@@ -9,7 +9,12 @@ from ._app import cli
 @cli.command("regrade")
 @click.argument("run", type=click.Path(file_okay=False, path_type=str))
 @click.option("--task", default=None, help="Regrade only this task.")
-@click.option("--workers", type=click.IntRange(min=0), default=None, help="Grading processes (0 = in this process).")
+@click.option(
+    "--workers",
+    type=click.IntRange(min=0),
+    default=None,
+    help="Grading processes (0 = in this process).",
+)
 def regrade_cmd(run: str, task: str | None, workers: int | None) -> int:
     """Re-judge RUN's stored rollouts with each task's current grader, then refresh the report.
 
@@ -19,7 +24,9 @@ def regrade_cmd(run: str, task: str | None, workers: int | None) -> int:
     for w in res.warnings:
         click.echo(f"rolleval: warning: {w}", err=True)
     for name, counts in res.tasks.items():
-        click.echo(f"{name}: {counts['judged']} of {counts['rollouts']} rollouts judged, {counts['changed']} verdicts changed")
+        click.echo(
+            f"{name}: {counts['judged']} of {counts['rollouts']} rollouts judged, {counts['changed']} verdicts changed"
+        )
     rep = report_run(run)
     click.echo(f"report written to {rep.path}")
     return 0

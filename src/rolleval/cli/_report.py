@@ -10,19 +10,31 @@ from ._app import cli, inference_options
 
 @cli.command("report")
 @click.argument("run", type=click.Path(file_okay=False, path_type=str))
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
 @click.option("--no-write", is_flag=True, help="Print only; do not rewrite report.json.")
 @inference_options
-def report_cmd(run: str, fmt: str, no_write: bool, confidence_level: float, n_resamples: int, seed: int) -> int:
+def report_cmd(
+    run: str, fmt: str, no_write: bool, confidence_level: float, n_resamples: int, seed: int
+) -> int:
     """Recompute RUN's report from its stored judgements (no model calls) and print it.
 
     Writes RUN/report.json and each task's report.json atomically.
     """
-    res = report_run(run, confidence_level=confidence_level, n_resamples=n_resamples, seed=seed, write=not no_write)
+    res = report_run(
+        run,
+        confidence_level=confidence_level,
+        n_resamples=n_resamples,
+        seed=seed,
+        write=not no_write,
+    )
     for w in res.warnings:
         click.echo(f"rolleval: warning: {w}", err=True)
     if fmt == "json":
-        click.echo(orjson.dumps(res.report, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode())
+        click.echo(
+            orjson.dumps(res.report, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
+        )
     else:
         click.echo(render_run_report(res.report))
         if res.path is not None:

@@ -9,7 +9,9 @@ from ._app import cli
 
 def _prompt_text(prompt: object) -> str:
     if isinstance(prompt, list):
-        return "\n".join(f"[{m.get('role')}] {m.get('content')}" for m in prompt if isinstance(m, dict))
+        return "\n".join(
+            f"[{m.get('role')}] {m.get('content')}" for m in prompt if isinstance(m, dict)
+        )
     return str(prompt)
 
 
@@ -17,13 +19,33 @@ def _prompt_text(prompt: object) -> str:
 @click.argument("run", type=click.Path(file_okay=False, path_type=str))
 @click.option("--task", default=None, help="Only this task.")
 @click.option("--problem", "problem", default=None, help="Only this problem id.")
-@click.option("--failures", is_flag=True, help="Only rollouts that are not correct (wrong, unextracted, errors).")
-@click.option("--unextracted", is_flag=True, help="Only gradable rollouts with no extracted answer.")
-@click.option("--format", "fmt", type=click.Choice(["text", "jsonl"]), default="text", show_default=True)
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="Show at most this many problems.")
-def show_cmd(run: str, task: str | None, problem: str | None, failures: bool, unextracted: bool, fmt: str, limit: int | None) -> int:
+@click.option(
+    "--failures",
+    is_flag=True,
+    help="Only rollouts that are not correct (wrong, unextracted, errors).",
+)
+@click.option(
+    "--unextracted", is_flag=True, help="Only gradable rollouts with no extracted answer."
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "jsonl"]), default="text", show_default=True
+)
+@click.option(
+    "--limit", type=click.IntRange(min=1), default=None, help="Show at most this many problems."
+)
+def show_cmd(
+    run: str,
+    task: str | None,
+    problem: str | None,
+    failures: bool,
+    unextracted: bool,
+    fmt: str,
+    limit: int | None,
+) -> int:
     """Read RUN's records: prompt, reference, and each rollout's text and verdict."""
-    items = show_records(run, task=task, problem=problem, failures=failures, unextracted=unextracted)
+    items = show_records(
+        run, task=task, problem=problem, failures=failures, unextracted=unextracted
+    )
     if limit is not None:
         items = items[:limit]
     for item in items:
@@ -40,7 +62,9 @@ def show_cmd(run: str, task: str | None, problem: str | None, failures: bool, un
             elif r.get("correct") is None:
                 verdict = "not judged"
             else:
-                verdict = ("correct" if r["correct"] else "wrong") + f", extracted {r['extracted']!r}"
+                verdict = (
+                    "correct" if r["correct"] else "wrong"
+                ) + f", extracted {r['extracted']!r}"
             click.echo(f"--- rollout {r['index']} [{verdict}] finish={r.get('finish_reason')}")
             if r.get("text") is not None:
                 click.echo(r["text"])

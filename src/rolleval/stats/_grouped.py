@@ -6,6 +6,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..errors import UsageError
+from ._bootstrap import _quantile_type7
+from ._validate import check_n_resamples, check_open_unit, check_rng
+
 __all__ = ["GroupedBootstrapResult", "grouped_bootstrap_ci", "grouped_bootstrap_columns"]
 
 # Above this many distinct values, resampling problem indices is cheaper than multinomial counts.
@@ -21,6 +25,7 @@ class GroupedBootstrapResult:
     low: float | None
     high: float | None
     standard_error: float | None
+    """Standard deviation of the resampled means (ddof=1); None with fewer than 2 problems."""
     confidence_level: float
     n_resamples: int
     n: int
@@ -53,8 +58,9 @@ def grouped_bootstrap_ci(
        distinct values (pass@k over ``n`` rollouts takes at most ``n + 1``), so intervals over
        100,000 problems cost milliseconds. When ``V`` is not small against ``T``, the
        problem indices are drawn directly, as in :func:`bootstrap_ci`.
-    4. Interval: ``numpy.percentile`` (linear) of the resampled means at
-       ``100 * alpha / 2`` and ``100 * (1 - alpha / 2)``, ``alpha = 1 - confidence_level``.
+    4. Interval: the linear (type 7) quantiles of the resampled means at ``alpha / 2`` and
+       ``1 - alpha / 2``, ``alpha = 1 - confidence_level``, computed as :func:`bootstrap_ci`
+       does.
 
     The resampled means are distributed as in :func:`bootstrap_ci`, but the random draws differ,
     so the two agree within Monte-Carlo error, not bit for bit.
@@ -89,26 +95,58 @@ def grouped_bootstrap_columns(
     a NaN are dropped from every column (callers group metrics by eligibility first). All
     columns share one set of resamples, drawn over the distinct rows: each column's interval
     is exactly what :func:`grouped_bootstrap_ci` would give it alone in distribution.
+
+    Reports use this for metrics that are functions of the same per-problem counts
+    (pass@k, pass^k, G-Pass@k_tau, mG-Pass@k at one k): one draw serves them all.
+
+    References
+    ----------
+    .. [1] Efron, B. and Tibshirani, R. J. (1993). *An Introduction to the Bootstrap*, ch. 13.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> cols = np.array([[0.0, 0.0], [1.0, 0.5], [1.0, 1.0], [0.0, 0.5]])
+    >>> [r.status for r in grouped_bootstrap_columns(cols, n_resamples=500, rng=1)]
+    ['ok', 'ok']
     """
     x = np.asarray(scores, dtype=np.float64)
     if x.ndim != 2:
-        raise ValueError("scores must be 2-D (problems x metrics)")
+        raise UsageError(f"`scores` must be 2-D (problems x metrics); got {x.ndim}-D")
+    if np.isinf(x).any():
+        raise UsageError("`scores` must be finite (NaN marks an ineligible problem)")
+    n_resamples = check_n_resamples(n_resamples)
+    confidence_level = check_open_unit(confidence_level, "confidence_level")
+    gen, seed = check_rng(rng)
     x = x[~np.isnan(x).any(axis=1)]
     T, m = x.shape
-    seed = rng if isinstance(rng, int) else None
-    common = {"confidence_level": confidence_level, "n_resamples": n_resamples, "n": T, "seed": seed}
+    common = {
+        "confidence_level": confidence_level,
+        "n_resamples": n_resamples,
+        "n": T,
+        "seed": seed,
+    }
     if T == 0:
         return [
-            GroupedBootstrapResult(None, None, None, None, status="unavailable", reason="no eligible problem", **common)
+            GroupedBootstrapResult(
+                None, None, None, None, status="unavailable", reason="no eligible problem", **common
+            )
             for _ in range(m)
         ]
     means_obs = x.mean(axis=0)
     if T == 1:
         return [
-            GroupedBootstrapResult(float(v), float(v), float(v), 0.0, status="degenerate", reason="no uncertainty estimable (one problem)", **common)
+            GroupedBootstrapResult(
+                float(v),
+                float(v),
+                float(v),
+                None,
+                status="degenerate",
+                reason="no uncertainty estimable (one problem)",
+                **common,
+            )
             for v in means_obs
         ]
-    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
     values, counts = np.unique(x, axis=0, return_counts=True)
     V = len(values)
     means = np.empty((n_resamples, m))
@@ -128,8 +166,10 @@ def grouped_bootstrap_columns(
             for j in range(m):
                 means[start:stop, j] = x[idx, j].mean(axis=-1)
         draw = "indices"
-    alpha = 1.0 - confidence_level
-    lows, highs = np.percentile(means, [100 * alpha / 2, 100 * (1 - alpha / 2)], axis=0)
+    alpha = (1.0 - confidence_level) / 2.0
+    ordered = np.sort(means, axis=0)
+    lows = [_quantile_type7(ordered[:, j], alpha) for j in range(m)]
+    highs = [_quantile_type7(ordered[:, j], 1.0 - alpha) for j in range(m)]
     sds = means.std(axis=0, ddof=1) if n_resamples > 1 else np.zeros(m)
     return [
         GroupedBootstrapResult(

@@ -1,0 +1,281 @@
+"""Power planning for a paired, two-sided comparison of two runs."""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+from typing import NamedTuple
+
+from ..errors import UsageError
+from ._validate import check_count, check_nonnegative, check_open_unit, check_positive
+
+__all__ = ["minimum_detectable_effect", "required_problems", "required_rollouts"]
+
+# A planner answer within this relative distance of an integer is that integer:
+# float noise must not turn an exact 7 into 8 via ceil (see the ceil trap in the
+# estimator notes).
+_INTEGER_RTOL = 1e-9
+
+
+_STD_NORMAL = NormalDist()  # inverse CDF to ~1e-15 (Wichura AS241), without importing scipy
+
+
+def _ceil(x: float) -> int:
+    nearest = round(x)
+    if abs(x - nearest) <= _INTEGER_RTOL * max(1.0, abs(x)):
+        return int(nearest)
+    return math.ceil(x)
+
+
+class _Design(NamedTuple):
+    z: float  # z_{alpha/2} + z_beta
+    omega2: float
+    sigma2_a: float
+    sigma2_b: float
+
+
+def _design(
+    omega2: object, sigma2_a: object, sigma2_b: object, alpha: object, power: object
+) -> _Design:
+    alpha_ = check_open_unit(alpha, "alpha")
+    power_ = check_open_unit(power, "power")
+    if power_ <= alpha_ / 2:
+        raise UsageError(f"`power` must be greater than `alpha`/2 = {alpha_ / 2}; got {power_}")
+    z = _STD_NORMAL.inv_cdf(1.0 - alpha_ / 2.0) + _STD_NORMAL.inv_cdf(power_)
+    return _Design(
+        z,
+        check_nonnegative(omega2, "omega2"),
+        check_nonnegative(sigma2_a, "sigma2_a"),
+        check_nonnegative(sigma2_b, "sigma2_b"),
+    )
+
+
+class _PlanArgs(NamedTuple):
+    design: _Design
+    per_problem_variance: float  # omega2 + sigma2_a/k_a + sigma2_b/k_b
+
+
+def _plan(omega2, sigma2_a, k_a, sigma2_b, k_b, alpha, power) -> _PlanArgs:
+    design = _design(omega2, sigma2_a, sigma2_b, alpha, power)
+    k_a_ = check_positive(k_a, "k_a")
+    k_b_ = check_positive(k_b, "k_b")
+    variance = design.omega2 + design.sigma2_a / k_a_ + design.sigma2_b / k_b_
+    return _PlanArgs(design, variance)
+
+
+class _RequiredProblemsArgs(NamedTuple):
+    delta: float
+    plan: _PlanArgs
+
+
+def _validate_required_problems(delta, omega2, sigma2_a, k_a, sigma2_b, k_b, alpha, power):
+    delta_ = check_positive(delta, "delta")
+    return _RequiredProblemsArgs(delta_, _plan(omega2, sigma2_a, k_a, sigma2_b, k_b, alpha, power))
+
+
+def required_problems(
+    delta: float,
+    *,
+    omega2: float,
+    sigma2_a: float,
+    k_a: float,
+    sigma2_b: float,
+    k_b: float,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> int:
+    """Problems needed to detect a paired difference ``delta`` with the given power.
+
+    Normal approximation for a two-sided paired test at level ``alpha`` [1]_ [2]_::
+
+        T = ceil((z_{alpha/2} + z_beta)**2 * (omega2 + sigma2_a/k_a + sigma2_b/k_b) / delta**2)
+
+    with ``z_{alpha/2} = norm.ppf(1 - alpha/2)``, ``z_beta = norm.ppf(power)``,
+    ``omega2 = Var(x_A - x_B)`` across problems and ``sigma2_*`` the mean
+    within-problem variance of one rollout (see
+    :func:`paired_variance_components`). A value within ``1e-9`` (relative) of
+    an integer counts as that integer, so float noise does not add a problem.
+    The answer is at least 1; with few problems also check
+    :func:`min_attainable_pvalue`, since the exact sign-flip test needs
+    ``T >= 6`` to ever reach 0.05.
+
+    Parameters
+    ----------
+    delta : float
+        Smallest difference in mean score worth detecting, > 0 (score units).
+    omega2, sigma2_a, sigma2_b : float
+        Variance components, >= 0.
+    k_a, k_b : float
+        Rollouts per problem of A and of B, > 0.
+    alpha : float, default 0.05
+        Two-sided significance level, in (0, 1).
+    power : float, default 0.8
+        Desired power ``1 - beta``, in (alpha/2, 1).
+
+    Returns
+    -------
+    int
+        The number of problems.
+
+    References
+    ----------
+    .. [1] E. Miller, "Adding Error Bars to Evals: A Statistical Approach to
+       Language Model Evaluations", arXiv:2411.00640, 2024, section on power.
+    .. [2] J. Cohen, *Statistical Power Analysis for the Behavioral Sciences*,
+       2nd ed., Lawrence Erlbaum, 1988.
+
+    Examples
+    --------
+    >>> from rolleval.stats import required_problems
+    >>> required_problems(0.03, omega2=0.02, sigma2_a=0.15, k_a=8, sigma2_b=0.15, k_b=8)
+    502
+    """
+    args = _validate_required_problems(delta, omega2, sigma2_a, k_a, sigma2_b, k_b, alpha, power)
+    z = args.plan.design.z
+    return max(1, _ceil(z * z * args.plan.per_problem_variance / (args.delta * args.delta)))
+
+
+class _MdeArgs(NamedTuple):
+    n_problems: int
+    plan: _PlanArgs
+
+
+def _validate_minimum_detectable_effect(
+    n_problems, omega2, sigma2_a, k_a, sigma2_b, k_b, alpha, power
+):
+    n_problems_ = check_count(n_problems, "n_problems", minimum=1)
+    return _MdeArgs(n_problems_, _plan(omega2, sigma2_a, k_a, sigma2_b, k_b, alpha, power))
+
+
+def minimum_detectable_effect(
+    n_problems: int,
+    *,
+    omega2: float,
+    sigma2_a: float,
+    k_a: float,
+    sigma2_b: float,
+    k_b: float,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> float:
+    """Smallest paired difference detectable with ``n_problems`` problems.
+
+    The inverse of :func:`required_problems` [1]_::
+
+        MDE = (z_{alpha/2} + z_beta) * sqrt((omega2 + sigma2_a/k_a + sigma2_b/k_b) / T)
+
+    Parameters
+    ----------
+    n_problems : int
+        Number of paired problems ``T``, >= 1.
+    omega2, sigma2_a, sigma2_b : float
+        Variance components, >= 0 (see :func:`paired_variance_components`).
+    k_a, k_b : float
+        Rollouts per problem of A and of B, > 0.
+    alpha : float, default 0.05
+        Two-sided significance level.
+    power : float, default 0.8
+        Desired power.
+
+    Returns
+    -------
+    float
+        The minimum detectable effect in score units.
+
+    References
+    ----------
+    .. [1] E. Miller, "Adding Error Bars to Evals: A Statistical Approach to
+       Language Model Evaluations", arXiv:2411.00640, 2024.
+
+    Examples
+    --------
+    >>> from rolleval.stats import minimum_detectable_effect, required_problems
+    >>> kw = dict(omega2=0.02, sigma2_a=0.15, k_a=8, sigma2_b=0.15, k_b=8)
+    >>> mde = minimum_detectable_effect(500, **kw)
+    >>> round(mde, 4)
+    0.03
+    >>> required_problems(mde, **kw)
+    500
+    """
+    args = _validate_minimum_detectable_effect(
+        n_problems, omega2, sigma2_a, k_a, sigma2_b, k_b, alpha, power
+    )
+    return args.plan.design.z * math.sqrt(args.plan.per_problem_variance / args.n_problems)
+
+
+class _RolloutsArgs(NamedTuple):
+    delta: float
+    n_problems: int
+    design: _Design
+
+
+def _validate_required_rollouts(delta, n_problems, omega2, sigma2_a, sigma2_b, alpha, power):
+    return _RolloutsArgs(
+        check_positive(delta, "delta"),
+        check_count(n_problems, "n_problems", minimum=1),
+        _design(omega2, sigma2_a, sigma2_b, alpha, power),
+    )
+
+
+def required_rollouts(
+    delta: float,
+    n_problems: int,
+    *,
+    omega2: float,
+    sigma2_a: float,
+    sigma2_b: float,
+    alpha: float = 0.05,
+    power: float = 0.8,
+) -> int | None:
+    """Rollouts per problem (the same ``K`` for both runs) needed at ``n_problems`` problems.
+
+    The smallest integer ``K >= 1`` with [1]_::
+
+        (z_{alpha/2} + z_beta)**2 * (omega2 + (sigma2_a + sigma2_b) / K) / T <= delta**2
+
+    i.e. ``K = ceil((sigma2_a + sigma2_b) / (T delta**2 / z**2 - omega2))``.
+    More rollouts only shrink the within-problem noise; when ``omega2`` alone
+    already needs more problems (``T delta**2 / z**2 <= omega2``), no ``K`` is
+    enough and the answer is None.
+
+    Parameters
+    ----------
+    delta : float
+        Smallest difference worth detecting, > 0.
+    n_problems : int
+        Number of paired problems ``T``, >= 1.
+    omega2, sigma2_a, sigma2_b : float
+        Variance components, >= 0 (see :func:`paired_variance_components`).
+    alpha : float, default 0.05
+        Two-sided significance level.
+    power : float, default 0.8
+        Desired power.
+
+    Returns
+    -------
+    int or None
+        ``K``, or None when unreachable at this ``T``.
+
+    References
+    ----------
+    .. [1] E. Miller, "Adding Error Bars to Evals: A Statistical Approach to
+       Language Model Evaluations", arXiv:2411.00640, 2024.
+
+    Examples
+    --------
+    >>> from rolleval.stats import required_rollouts
+    >>> required_rollouts(0.03, 600, omega2=0.02, sigma2_a=0.15, sigma2_b=0.15)
+    7
+    >>> required_rollouts(0.03, 100, omega2=0.02, sigma2_a=0.15, sigma2_b=0.15) is None
+    True
+    """
+    args = _validate_required_rollouts(delta, n_problems, omega2, sigma2_a, sigma2_b, alpha, power)
+    design = args.design
+    budget = args.n_problems * args.delta * args.delta / (design.z * design.z)
+    room = budget - design.omega2
+    noise = design.sigma2_a + design.sigma2_b
+    if noise == 0.0:
+        return 1 if room >= 0.0 else None
+    if room <= 0.0:
+        return None
+    return max(1, _ceil(noise / room))

