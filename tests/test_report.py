@@ -7,6 +7,7 @@ from collections import Counter
 from fractions import Fraction
 from math import comb
 
+import numpy as np
 import orjson
 import pytest
 
@@ -257,3 +258,46 @@ def test_graded_score_key_reports_mean_score_and_marks_pass_at_k_unavailable(tmp
     assert rep["metrics"]["pass@1"]["value"] == pytest.approx(0.25)
     assert rep["metrics"]["pass@2"]["status"] == "unavailable"
     assert "pass/fail" in rep["metrics"]["pass@2"]["reason"]
+
+
+def test_consecutive_window_matches_scalar_estimator(tmp_path):
+    from rolleval.metrics import window_pass_hat_k
+    from rolleval.report import per_problem_values
+
+    run = write_synthetic_run(
+        tmp_path / "r", n_problems=40, n_rollouts=8, seed=9, p_infra_error=0.15, p_grader_error=0.05
+    )
+    table = load_task_table(run.task("synthetic_math"))
+    vals = per_problem_values(table, ks=[2, 3, 4, 8])
+    for k in (2, 3, 4, 8):
+        got = vals[f"consecutive-pass^{k}"][0]
+        for i in range(table.n_problems):
+            sel = table.r_problem == i
+            trials = [
+                {"run_index": int(j), "passed": bool(c), "excluded": not bool(g)}
+                for j, c, g in zip(table.r_index[sel], table.r_correct[sel], table.r_gradable[sel])
+            ]
+            want = window_pass_hat_k(trials, k)
+            if want is None:
+                assert np.isnan(got[i])
+            else:
+                assert got[i] == pytest.approx(want, abs=1e-15)
+
+
+def test_requested_policy_self_consistency_divides_by_requested(tmp_path):
+    run = write_synthetic_run(
+        tmp_path / "r", n_problems=30, n_rollouts=4, seed=2, p_infra_error=0.3
+    )
+    from rolleval.metrics import majority_vote
+    from rolleval.report import per_problem_values
+
+    table = load_task_table(run.task("synthetic_math"))
+    sc = per_problem_values(table, ks=[2], denominator_policy="requested")["self_consistency"][0]
+    for i in range(table.n_problems):
+        sel = (table.r_problem == i) & table.r_gradable
+        if not sel.any():
+            assert sc[i] == 0.0
+            continue
+        clusters = [None if c < 0 else int(c) for c in table.r_cluster[sel]]
+        vote = majority_vote(clusters, [bool(x) for x in table.r_correct[sel]])
+        assert sc[i] == pytest.approx(vote.modal_size / 4)

@@ -146,8 +146,7 @@ def per_problem_values(
     maj, sc = votes.correct, votes.self_consistency
     if denominator_policy == "requested":
         # self-consistency divides by the requested rollouts; a problem with none judged votes wrong
-        with np.errstate(invalid="ignore", divide="ignore"):
-            modal = np.where(np.isnan(sc), 0.0, sc * n_gradable)
+        modal = np.asarray(votes.modal_size, dtype=np.float64)
         sc = np.where(table.requested > 0, modal / np.maximum(table.requested, 1), np.nan)
         maj = np.where(np.isnan(maj) & (table.requested > 0), 0.0, maj)
     out["maj@n"] = (maj, {}, "no problem has a gradable rollout")
