@@ -1,0 +1,45 @@
+"""Grading: what a grader made of each rollout of a problem.
+
+A grader (:class:`Grader`) judges all rollouts of one problem at once and returns one
+:class:`Verdict` per rollout: the extracted answer, whether it is correct, and the maj@n
+answer cluster it belongs to (labelled by the lowest rollout index of the cluster).
+Graders are built from JSON specs by :func:`make_grader`:
+
+* ``math`` (:class:`MathGrader`): rule-based extraction, equivalence by math-verify;
+* ``mcq`` (:class:`McqGrader`): the chosen letter;
+* ``short_answer`` (:class:`ShortAnswerGrader`): normalised exact match, numbers as numbers.
+
+:func:`grade_problems` grades a batch (in worker processes for the math grader, with a
+per-problem timeout); :class:`GradingPool` does the same one problem at a time, returning
+futures, for a runner that grades as rollouts arrive.
+"""
+
+from ._base import Grader, Verdict
+from ._math import MATH_EXTRACTORS, MathGrader
+from ._mcq import McqGrader, extract_choice
+from ._pool import GradingPool, default_workers, grade_problems
+from ._registry import GRADER_TYPES, grader_versions, make_grader
+from ._short import ShortAnswerGrader, normalize_short_answer
+
+__all__ = [
+    "GRADER_TYPES",
+    "MATH_EXTRACTORS",
+    "Grader",
+    "GradingPool",
+    "MathGrader",
+    "McqGrader",
+    "ShortAnswerGrader",
+    "Verdict",
+    "default_workers",
+    "extract_choice",
+    "grade_problems",
+    "grader_versions",
+    "make_grader",
+    "normalize_short_answer",
+]
+
+for _name in __all__:
+    _obj = globals()[_name]
+    if getattr(_obj, "__module__", "").startswith(__name__ + "._"):
+        _obj.__module__ = __name__
+del _name, _obj

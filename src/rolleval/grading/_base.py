@@ -1,0 +1,290 @@
+"""The grader protocol: :class:`Verdict`, :class:`Grader` and helpers shared by the graders.
+
+A grader judges all gradable rollouts of *one* problem at once, because the maj@n answer
+clusters are only defined across a problem's rollouts. Rules every
+grader follows:
+
+* every rollout it is given gets a :class:`Verdict` (never only the first);
+* ``extracted`` is ``None`` when nothing was extracted (never ``""``); such a rollout is
+  wrong (``correct = False``) and belongs to no cluster (``cluster = None``);
+* ``cluster`` is the lowest rollout index of the answer's equivalence class, whatever the
+  order the rollouts were given in;
+* a grader failure (exception, timeout, unusable reference) sets ``grader_error`` with
+  ``correct = None`` and ``cluster = None``: a harness failure, never a wrong answer. An
+  exception while judging one rollout only marks that rollout.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+from ..errors import UsageError
+
+__all__ = ["Grader", "Verdict"]
+
+K = TypeVar("K", bound=Hashable)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a grader made of one rollout.
+
+    Invariants (checked on construction, a violation is a grader bug and raises
+    ``ValueError``):
+
+    * ``extracted`` is ``None`` or a non-empty string;
+    * ``correct`` is ``None`` exactly when ``grader_error`` is set;
+    * ``cluster`` is ``None`` when ``extracted`` is ``None`` or ``grader_error`` is set, and
+      a rollout index (``>= 0``) otherwise;
+    * ``score``, when given, lies in [0, 1].
+    """
+
+    extracted: str | None
+    """The answer found in the text; ``None`` = nothing extracted."""
+    correct: bool | None
+    """Pass/fail against the reference; ``None`` only when ``grader_error`` is set."""
+    cluster: int | None
+    """Lowest rollout index of this answer's equivalence class among the problem's rollouts."""
+    score: float | None = None
+    """Optional graded score in [0, 1]."""
+    grader_error: str | None = None
+    """Why grading failed (crash, timeout, unusable reference); a harness failure."""
+    metrics: dict[str, float] = field(default_factory=dict)
+    """Named per-rollout metrics."""
+
+    def __post_init__(self) -> None:
+        if self.extracted is not None and (
+            not isinstance(self.extracted, str) or not self.extracted
+        ):
+            raise ValueError(
+                f"Verdict.extracted must be None or a non-empty string, got {self.extracted!r}"
+            )
+        if self.grader_error is not None:
+            if not self.grader_error:
+                raise ValueError("Verdict.grader_error must be None or a non-empty string")
+            if self.correct is not None or self.cluster is not None:
+                raise ValueError("a Verdict with grader_error has correct=None and cluster=None")
+            return
+        if not isinstance(self.correct, bool):
+            raise ValueError("Verdict.correct must be a bool unless grader_error is set")
+        if self.extracted is None and self.cluster is not None:
+            raise ValueError("Verdict.cluster must be None when nothing was extracted")
+        if self.extracted is not None and (
+            not isinstance(self.cluster, int) or isinstance(self.cluster, bool) or self.cluster < 0
+        ):
+            raise ValueError(
+                f"Verdict.cluster must be a rollout index when an answer was extracted, got {self.cluster!r}"
+            )
+        if self.score is not None and not 0.0 <= self.score <= 1.0:
+            raise ValueError(f"Verdict.score must lie in [0, 1], got {self.score!r}")
+
+    @classmethod
+    def failed(cls, message: str, *, extracted: str | None = None) -> Verdict:
+        """A harness-failure verdict: ``grader_error=message``, ``correct`` and ``cluster`` ``None``."""
+        return cls(extracted=extracted, correct=None, cluster=None, grader_error=message)
+
+
+class Grader(ABC):
+    """Judges the rollouts of one problem at a time.
+
+    Subclasses set ``id`` (class attribute), ``version`` and ``spec`` and implement
+    :meth:`extract` and :meth:`grade_problem`. ``spec`` is the JSON-serialisable dict that
+    :func:`~rolleval.grading.make_grader` turns back into an equal grader, so reports can
+    name (and rebuild) the grader that produced them; ``identity`` (``"<id>@<version>"``)
+    goes into every judgement record.
+
+    Instances must be picklable: :class:`~rolleval.grading.GradingPool` sends the grader to
+    its worker processes once, when each worker starts.
+    """
+
+    id: ClassVar[str]
+    #: Grader logic version, plus versions of the dependencies that decide verdicts.
+    version: str
+    #: JSON-serialisable spec that rebuilt this grader (defaults filled in).
+    spec: dict[str, Any]
+    #: True when grading must run in the main thread of a process of its own (math-verify's
+    #: timeouts use ``signal.alarm``); :func:`~rolleval.grading.grade_problems` then uses a
+    #: process pool by default.
+    needs_process: ClassVar[bool] = False
+
+    @property
+    def identity(self) -> str:
+        """``"<id>@<version>"``, as stored in ``JudgementRecord.grader``."""
+        return f"{self.id}@{self.version}"
+
+    def check_available(self) -> None:  # noqa: B027 - optional hook, no-op by default
+        """Raise :class:`~rolleval.errors.MissingDependencyError` when a dependency is missing."""
+
+    def warm_up(self) -> None:  # noqa: B027 - optional hook, no-op by default
+        """Load what the first grading would load (imports, caches); called once per worker."""
+
+    @abstractmethod
+    def extract(self, text: str) -> str | None:
+        """The answer found in ``text``, or ``None`` when there is none."""
+
+    @abstractmethod
+    def grade_problem(
+        self, reference: str | Sequence[str], rollouts: Sequence[tuple[int, str]]
+    ) -> dict[int, Verdict]:
+        """Judge every rollout of one problem.
+
+        ``reference`` is the gold answer or a list of accepted aliases (correct if any
+        matches); ``rollouts`` holds ``(rollout index, raw text)`` for every gradable
+        rollout of the problem, in any order. Returns one :class:`Verdict` per index.
+        """
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.spec!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return self.spec == other.spec  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash((type(self), repr(sorted(self.spec.items()))))
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+class BadReferenceError(ValueError):
+    """The reference cannot be judged against (missing, empty, wrong type)."""
+
+
+def check_rollouts(rollouts: Iterable[tuple[int, str]]) -> list[tuple[int, str]]:
+    """Validate ``(index, text)`` pairs and return them sorted by index.
+
+    Raises :class:`~rolleval.errors.UsageError` for a non-integer or negative index, a
+    duplicated index or a text that is not a string: these are bugs of the caller, not
+    grading failures.
+    """
+    checked: list[tuple[int, str]] = []
+    seen: set[int] = set()
+    for item in rollouts:
+        try:
+            index, text = item
+        except (TypeError, ValueError):
+            raise UsageError(f"rollouts must be (index, text) pairs, got {item!r}") from None
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            raise UsageError(f"rollout index must be an int >= 0, got {index!r}")
+        if index in seen:
+            raise UsageError(f"rollout index {index} appears twice among one problem's rollouts")
+        if not isinstance(text, str):
+            raise UsageError(
+                f"rollout {index}: text must be a str (only status 'ok' rollouts are graded), "
+                f"got {type(text).__name__}"
+            )
+        seen.add(index)
+        checked.append((index, text))
+    checked.sort(key=lambda pair: pair[0])
+    return checked
+
+
+def reference_aliases(reference: object) -> list[str]:
+    """The gold aliases of ``reference`` (a string or a non-empty list of strings).
+
+    Raises :class:`BadReferenceError` for ``None``, an empty list or non-string aliases.
+    """
+    if isinstance(reference, str):
+        return [reference]
+    if reference is None:
+        raise BadReferenceError("the problem has no reference answer")
+    if isinstance(reference, (list, tuple)):
+        if not reference:
+            raise BadReferenceError("the reference is an empty list of aliases")
+        bad = [alias for alias in reference if not isinstance(alias, str)]
+        if bad:
+            raise BadReferenceError(f"reference aliases must be strings, got {bad[0]!r}")
+        return list(reference)
+    raise BadReferenceError(
+        f"the reference must be a string or a list of strings, got {type(reference).__name__}"
+    )
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``"<Type>: <message>"`` on one line, for ``grader_error``."""
+    message = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def failed_all(
+    rollouts: Iterable[tuple[int, str]],
+    message: str,
+    extract: Callable[[str], str | None] | None = None,
+) -> dict[int, Verdict]:
+    """The same harness-failure verdict for every rollout; with ``extract``, each verdict
+    still records the answer found (when extraction itself does not fail)."""
+    verdicts = {}
+    for index, text in rollouts:
+        extracted = None
+        if extract is not None:
+            try:
+                extracted = extract(text) or None
+            except Exception:
+                extracted = None
+        verdicts[index] = Verdict.failed(message, extracted=extracted)
+    return verdicts
+
+
+def grade_by_key(
+    rollouts: Sequence[tuple[int, str]],
+    extract: Callable[[str], K | None],
+    equivalent: Callable[[K, K], bool],
+    is_correct: Callable[[K], bool],
+    render: Callable[[K], str],
+) -> dict[int, Verdict]:
+    """Grade rollouts whose answers are cheap keys compared by ``equivalent``.
+
+    Rollouts are visited by ascending index. A key equal (``==``) to one already seen
+    joins its cluster; otherwise it is compared with the representative (lowest index
+    member) of each existing cluster, oldest first, and joins the first equivalent one or
+    founds a new cluster labelled by its own index. An exception while extracting or
+    judging one rollout gives that rollout a ``grader_error`` and leaves the others alone.
+    """
+    verdicts: dict[int, Verdict] = {}
+    label_of: dict[K, int] = {}
+    representatives: list[tuple[int, K]] = []
+    for index, text in check_rollouts(rollouts):
+        key: K | None = None
+        try:
+            key = extract(text)
+            if key is None:
+                verdicts[index] = Verdict(extracted=None, correct=False, cluster=None)
+                continue
+            label = label_of.get(key)
+            if label is None:
+                label = next(
+                    (rep_label for rep_label, rep in representatives if equivalent(rep, key)),
+                    None,
+                )
+                if label is None:
+                    label = index
+                    representatives.append((index, key))
+                label_of[key] = label
+            verdicts[index] = Verdict(
+                extracted=render(key), correct=bool(is_correct(key)), cluster=label
+            )
+        except Exception as exc:  # one rollout's failure must not hide the others
+            extracted = None
+            if key is not None:
+                try:
+                    extracted = render(key) or None
+                except Exception:
+                    extracted = None
+            verdicts[index] = Verdict.failed(describe_exception(exc), extracted=extracted)
+    return verdicts
+
+
+def check_spec_keys(spec: dict[str, Any], allowed: Sequence[str]) -> None:
+    """Refuse keys of ``spec`` outside ``allowed`` (plus ``type``), naming both."""
+    for key in spec:
+        if key != "type" and key not in allowed:
+            accepted = ", ".join(sorted([*allowed, "type"]))
+            raise UsageError(
+                f"grader spec key {key!r} is not accepted for type {spec.get('type')!r}; "
+                f"accepted keys: {accepted}"
+            )
