@@ -131,3 +131,18 @@ def test_identity_and_spec():
     grader = ShortAnswerGrader(numeric_tolerance=0.01)
     assert grader.identity == "short_answer@1"
     assert grader.spec == {"type": "short_answer", "numeric_tolerance": 0.01, "first_line": True}
+
+
+@pytest.mark.parametrize(
+    ("text", "extracted"),
+    [
+        ("A: yellow", "yellow"),
+        ("a: Yellow.", "yellow"),
+        ("**A:** grey", "grey"),
+        ("A cat", "cat"),
+        ("Answer: the sky", "sky"),
+    ],
+)
+def test_few_shot_answer_prefix_is_stripped(text, extracted):
+    out = ShortAnswerGrader.from_spec({"type": "short_answer"}).grade_problem("x", [(0, text)])
+    assert out[0].extracted == extracted

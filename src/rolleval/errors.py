@@ -18,6 +18,7 @@ Exit codes of the whole tool (``rolleval.cli``):
 2     usage or input error (this tree, minus RunError)
 3     inconclusive, or not enough evidence for a verdict
 4     the run itself failed (RunError)
+5     internal error (a bug in rolleval; never a verdict)
 130   interrupted (Ctrl-C); a run directory is left resumable
 ====  ==========================================================
 
@@ -29,6 +30,7 @@ from __future__ import annotations
 
 __all__ = [
     "EXIT_INCONCLUSIVE",
+    "EXIT_INTERNAL",
     "EXIT_INTERRUPTED",
     "EXIT_NEGATIVE",
     "EXIT_OK",
@@ -47,6 +49,7 @@ EXIT_NEGATIVE = 1
 EXIT_USAGE = 2
 EXIT_INCONCLUSIVE = 3
 EXIT_RUN_FAILED = 4
+EXIT_INTERNAL = 5
 EXIT_INTERRUPTED = 130
 
 

@@ -42,15 +42,21 @@ def write_synthetic_run(
     clusters: int | None = None,
     judgements: bool = True,
     true_rates: np.ndarray | None = None,
+    outcome_seed: int | None = None,
 ) -> RunDir:
     """Write a synthetic run directory at ``path`` and return it.
 
     ``shift`` is added to every true rate (clipped to [0, 1]): two runs with the same ``seed``
     for the rates but different ``shift`` model a baseline and a regressed candidate.
-    ``true_rates`` overrides the Beta draw. Rollout outcomes use ``seed`` too.
+    ``true_rates`` overrides the Beta draw. Problems (gold answers, true rates) come from
+    ``seed``; rollout outcomes from ``outcome_seed`` (default: ``seed``), so two runs with the
+    same ``seed`` and different ``outcome_seed`` are two samplings of the same benchmark.
     """
     rng = np.random.default_rng(seed)
-    p = rng.beta(*beta, size=n_problems) if true_rates is None else np.asarray(true_rates, float)
+    p = rng.beta(*beta, size=n_problems)
+    golds = [str(int(g)) for g in rng.integers(1, 1000, size=n_problems)]
+    if true_rates is not None:
+        p = np.asarray(true_rates, float)
     p = np.clip(p + shift, 0.0, 1.0)
     run = RunDir.create(
         path,
@@ -68,7 +74,6 @@ def write_synthetic_run(
     ids = [f"{task}/{i:06d}" for i in range(n_problems)]
     prompts: list[bytes] = []
     hashes: dict[str, str] = {}
-    golds = [str(int(g)) for g in rng.integers(1, 1000, size=n_problems)]
     for i, pid in enumerate(ids):
         prompt = [{"role": "user", "content": f"Synthetic problem {i}: what is the answer?"}]
         h = content_hash(prompt, golds[i])
@@ -85,6 +90,7 @@ def write_synthetic_run(
     tf.prompts.write_bytes(b"".join(prompts))
 
     T, K = n_problems, n_rollouts
+    rng = np.random.default_rng(seed if outcome_seed is None else [seed, outcome_seed])
     u = rng.random((T, K))
     correct = u < p[:, None]
     infra = rng.random((T, K)) < p_infra_error

@@ -6,14 +6,14 @@ import sys
 
 import click
 
-from ..errors import EXIT_INTERRUPTED, RollevalError
+from ..errors import EXIT_INTERNAL, EXIT_INTERRUPTED, RollevalError
 from ._app import cli
 
 __all__ = ["cli", "main"]
 
 
 def _load_commands() -> None:
-    from . import _example, _regrade, _report, _run, _show, _tasks  # noqa: F401  (registers commands)
+    from . import _compare, _example, _gate, _regrade, _report, _run, _show, _tasks  # noqa: F401  (registers commands)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -45,6 +45,15 @@ def main(argv: list[str] | None = None) -> int:
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
         click.echo(f"rolleval: error: {where}{exc.strerror or exc}", err=True)
         return 2
+    except Exception as exc:
+        # A bug in rolleval: never let it pass for a verdict (exit 1 means "regression").
+        if debug:
+            raise
+        click.echo(
+            f"rolleval: internal error: {type(exc).__name__}: {exc} (a bug in rolleval; rerun with --debug for the traceback)",
+            err=True,
+        )
+        return EXIT_INTERNAL
     return int(rv or 0)
 
 

@@ -25,7 +25,8 @@ __all__ = ["ShortAnswerGrader", "normalize_short_answer", "parse_short_number"]
 
 _LOGIC_VERSION = "1"
 _ARTICLE = re.compile(r"(?:a|an|the)\s+")
-_ANSWER_PREFIX = re.compile(r"^[\s*_]*(?:final\s+)?answer[\s*_]*:[\s*_]*", re.IGNORECASE)
+# "Answer:", "Final answer:", and the "A:" of a Q:/A: few-shot prompt (markdown allowed)
+_ANSWER_PREFIX = re.compile(r"^[\s*_]*(?:(?:final\s+)?answer|a)[\s*_]*:[\s*_]*", re.IGNORECASE)
 _NUMBER = re.compile(
     r"[-+]?(?:(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?:[eE][-+]?\d+)?(?:/\d+)?"
 )
@@ -95,7 +96,8 @@ class ShortAnswerGrader(Grader):
     """Short free-text answers: normalised exact match, with numbers compared as numbers.
 
     Extraction
-        A leading "Answer:" (or "Final answer:", markdown allowed) is removed; then, when
+        A leading "Answer:" (or "Final answer:", or the "A:" of a Q:/A: prompt, markdown
+        allowed) is removed; then, when
         ``first_line`` is true, the first non-empty line is kept. ``extracted`` is that text
         in normal form (:func:`normalize_short_answer`), ``None`` when nothing is left.
 

@@ -1,0 +1,103 @@
+"""End to end with the real embedded model: llama.cpp serving SmolLM2-135M on 127.0.0.1.
+
+Runs in the default suite (scripts/test.sh installs rolleval[local]); select it alone with
+``-m local_model``. Kept to a few dozen short requests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rolleval import build_config, run_eval
+
+pytestmark = pytest.mark.local_model
+
+
+def test_local_model_run_and_server_options_in_provenance(tmp_path):
+    cfg = build_config(
+        {
+            "model": "local",
+            "tasks": ["copycolors"],
+            "limit": 6,
+            "n": 3,
+            "concurrency": 2,
+            "server_options": {"rope_freq_scale": 0.8, "n_threads": 2},
+        }
+    )
+    out = run_eval(cfg, tmp_path / "run", progress=False)
+    rep = out.report["tasks"]["copycolors"]
+    assert rep["rollouts"]["requested"] == 18
+    assert rep["rollouts"]["completed"] == 18  # a real server answered every request
+    assert rep["metrics"]["pass@1"]["status"] == "ok"
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    server = manifest["provenance"]["server"]
+    assert server["server_options"]["rope_freq_scale"] == 0.8
+    assert (
+        server["model_file"] == "SmolLM2-135M-Instruct.Q4_1.gguf"
+        and len(server["model_sha256"]) == 64
+    )
+    rollouts = [
+        json.loads(x)
+        for x in (tmp_path / "run" / "tasks" / "copycolors" / "rollouts.jsonl")
+        .read_text()
+        .splitlines()
+    ]
+    assert all(r["status"] == "ok" and r["usage"]["completion_tokens"] >= 1 for r in rollouts)
+    assert {r["model"] for r in rollouts} == {"SmolLM2-135M-Instruct.Q4_1"}
+
+
+def test_local_model_seed_makes_reruns_reproducible(tmp_path):
+    """The server honours `seed`: the same run seed gives the same rollout texts."""
+    cfg = build_config(
+        {
+            "model": "local",
+            "tasks": ["common_knowledge"],
+            "limit": 4,
+            "n": 2,
+            "concurrency": 1,
+            "seed": 5,
+        }
+    )
+    a = run_eval(cfg, tmp_path / "a", progress=False)
+    b = run_eval(cfg, tmp_path / "b", progress=False)
+    assert a.completed == b.completed == 8
+
+    def texts(p):
+        rows = [
+            json.loads(x)
+            for x in (p / "tasks" / "common_knowledge" / "rollouts.jsonl").read_text().splitlines()
+        ]
+        return {(r["problem_id"], r["index"]): r["text"] for r in rows}
+
+    assert texts(tmp_path / "a") == texts(tmp_path / "b")
+
+
+def test_local_model_cli_rejects_reserved_server_option(tmp_path):
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "rolleval",
+            "run",
+            "--model",
+            "local",
+            "--task",
+            "copycolors",
+            "--server-option",
+            "port=1",
+            "--out",
+            str(tmp_path / "r"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert res.returncode == 2 and "set by rolleval's launcher" in res.stderr
+    assert not (tmp_path / "r").exists()
