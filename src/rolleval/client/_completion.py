@@ -1,0 +1,74 @@
+"""The outcome of one rollout request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from ..records import RolloutRecord, Usage
+
+__all__ = ["Completion"]
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """One rollout's outcome, field for field what a :class:`~rolleval.records.RolloutRecord`
+    stores (see :meth:`to_record`).
+
+    ``status`` is ``ok`` only when the server answered 200 with a usable text; then
+    ``text`` is that text (possibly empty) and ``error`` is ``None``. Otherwise ``text`` is
+    ``None`` and ``error`` says why, from the last attempt: ``timeout`` when that attempt ran
+    out of time, ``infra_error`` for everything else (HTTP errors, dropped connections,
+    malformed 200 responses).
+    """
+
+    status: Literal["ok", "timeout", "infra_error"]
+    text: str | None
+    finish_reason: str | None
+    """As the server reported it (``stop``, ``length``...); ``None`` if absent."""
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    """From ``usage`` when the server reports it. With ``server_n`` and ``n > 1`` it is
+    ``None``: the server reports one total for all choices, which cannot be split."""
+    latency_s: float
+    """Wall time from the start of the first attempt to the end of the last one, retries and
+    backoff included (the wait for a free concurrency slot before the first attempt is not)."""
+    error: str | None
+    retries: int
+    """Retries spent (attempts minus one), malformed-200 retries included."""
+    model: str | None
+    """The ``model`` field of the response (``None`` if no 200 response was read)."""
+    system_fingerprint: str | None
+    endpoint: str
+    """Base URL of the endpoint that answered (the last one tried, on failure)."""
+
+    @property
+    def ok(self) -> bool:
+        """True when ``status`` is ``ok``."""
+        return self.status == "ok"
+
+    def to_record(
+        self, problem_id: str, index: int, *, seed: int | None, attempt: int = 1
+    ) -> RolloutRecord:
+        """The :class:`~rolleval.records.RolloutRecord` for this outcome."""
+        usage = None
+        if self.prompt_tokens is not None or self.completion_tokens is not None:
+            usage = Usage(
+                prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens
+            )
+        return RolloutRecord(
+            problem_id=problem_id,
+            index=index,
+            status=self.status,
+            text=self.text,
+            finish_reason=self.finish_reason,
+            usage=usage,
+            latency_s=self.latency_s,
+            seed=seed,
+            error=self.error,
+            attempt=attempt,
+            retries=self.retries,
+            model=self.model,
+            system_fingerprint=self.system_fingerprint,
+            endpoint=self.endpoint,
+        )

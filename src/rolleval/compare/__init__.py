@@ -1,0 +1,61 @@
+"""Paired comparison of a candidate against its baseline: verdicts, gate, movers, plans.
+
+The statistical core is pure functions (arrays in, frozen result dataclasses out, no I/O);
+run-level functions align run directories or baseline files and apply it.
+
+=========================  ==========================================================
+:func:`paired_compare`     one metric: effect, interval, p-value, verdict, power
+:func:`gate_decision`      several gating metrics with Holm's correction
+:func:`holm`               Holm-Bonferroni adjusted p-values
+:func:`problem_movers`     problems that moved most, per-problem Fisher exact tests
+:func:`compare_runs`       two runs (or a baseline file and a run), task by task
+:func:`gate_run`           a policy of gating metrics and health limits
+:func:`save_baseline`      a compact baseline file for CI gating
+:func:`plan_runs`          problems and rollouts needed to detect an effect
+=========================  ==========================================================
+"""
+
+from __future__ import annotations
+
+from ._align import Alignment, align_frames
+from ._frame import HEALTH_METRICS, ProblemFrame, load_frames, metric_direction, save_baseline
+from ._gate import DEFAULT_POLICY, GateOutcome, gate_run, load_policy
+from ._movers import problem_movers
+from ._paired import Comparison, PairedInput, paired_compare
+from ._plan import plan_runs
+from ._runs import CompareResult, TaskComparison, compare_frames, compare_runs, default_threshold
+from ._verdict import GateMetric, GateResult, Verdict, gate_decision, holm
+
+__all__ = [
+    "DEFAULT_POLICY",
+    "HEALTH_METRICS",
+    "Alignment",
+    "CompareResult",
+    "Comparison",
+    "GateMetric",
+    "GateOutcome",
+    "GateResult",
+    "PairedInput",
+    "ProblemFrame",
+    "TaskComparison",
+    "Verdict",
+    "align_frames",
+    "compare_frames",
+    "compare_runs",
+    "default_threshold",
+    "gate_decision",
+    "gate_run",
+    "holm",
+    "load_frames",
+    "load_policy",
+    "metric_direction",
+    "paired_compare",
+    "plan_runs",
+    "problem_movers",
+    "save_baseline",
+]
+
+for _name in __all__:
+    if hasattr(globals()[_name], "__module__") and not isinstance(globals()[_name], (dict, str)):
+        globals()[_name].__module__ = __name__
+del _name

@@ -1,0 +1,23 @@
+"""Test helpers: a real OpenAI-compatible HTTP server with scriptable faults.
+
+::
+
+    with OpenAIServer(faults=[Fault.http_status(503), None]) as srv:
+        config = EndpointConfig(base_urls=(srv.base_url,), model=srv.model)
+        ...
+        assert srv.fault_counts["http_503"] == 1
+
+Run it by hand with ``python -m rolleval.testing.server --port 8000``.
+"""
+
+from ._faults import Fault, ServerRequest, fail_first
+from ._server import OpenAIServer, Responder, echo_responder
+
+__all__ = [
+    "Fault",
+    "OpenAIServer",
+    "Responder",
+    "ServerRequest",
+    "echo_responder",
+    "fail_first",
+]

@@ -1,0 +1,434 @@
+"""A real OpenAI-compatible HTTP server for tests and benchmarks, with fault injection.
+
+asyncio streams and a minimal HTTP/1.1 parser (keep-alive, ``Content-Length`` bodies):
+small enough to read, fast enough to answer thousands of requests per second. Runs in a
+background thread with its own event loop (``with OpenAIServer() as srv``) or in the
+foreground (``python -m rolleval.testing.server``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Sequence
+from http import HTTPStatus
+from typing import Any
+
+import orjson
+
+from ._faults import Fault, FaultHook, ServerRequest
+
+__all__ = ["OpenAIServer", "Responder", "echo_responder"]
+
+#: ``responder(request_json)`` returns the text, a ``(text, finish_reason)`` pair, or a dict
+#: ``{"text": ..., "finish_reason": ...}``; called once per returned choice.
+Responder = Callable[[dict[str, Any]], "str | tuple[str, str] | dict[str, Any]"]
+
+_OK = Fault.ok()
+_MAX_HEAD = 64 * 1024
+_MAX_BODY = 64 * 1024 * 1024
+
+
+def echo_responder(request: dict[str, Any]) -> tuple[str, str]:
+    """Deterministic answer: ``"echo seed=<seed>: <last prompt text>"``.
+
+    With ``max_tokens`` it keeps that many whitespace-separated words and reports
+    ``finish_reason="length"`` when it had to cut.
+    """
+    if isinstance(request.get("prompt"), str):
+        last = request["prompt"]
+    else:
+        messages = request.get("messages") or [{}]
+        last = messages[-1].get("content") if isinstance(messages[-1], dict) else ""
+        last = last if isinstance(last, str) else ""
+    text = f"echo seed={request.get('seed')}: {last}"
+    max_tokens = request.get("max_tokens")
+    if isinstance(max_tokens, int) and max_tokens > 0:
+        words = text.split()
+        if len(words) > max_tokens:
+            return " ".join(words[:max_tokens]), "length"
+    return text, "stop"
+
+
+class OpenAIServer:
+    """OpenAI-protocol test server on ``host`` (default 127.0.0.1) and a free port.
+
+    Serves ``GET /v1/models``, ``POST /v1/chat/completions`` and ``POST /v1/completions``;
+    routes go by path suffix, so ``srv.url + "/other/v1"`` is a second base URL for the
+    same server (handy to test load spreading against one set of counters).
+    Answers come from ``responder``; ``faults`` decides per valid completion request what
+    happens instead: a sequence is indexed by arrival order (past its end: answer normally),
+    a callable gets the :class:`ServerRequest` and returns a :class:`Fault` or ``None``.
+    Both may be reassigned while the server runs.
+
+    Requests for another model get 404, malformed ones 400, and with ``api_key`` set a
+    missing or wrong ``Authorization: Bearer`` gets 401, all before ``faults`` is asked.
+    ``honour_n=False`` answers one choice whatever ``n`` asks (like llama.cpp's server).
+
+    Counters for assertions (read them after the client is done): ``path_counts`` (requests
+    per path), ``fault_counts`` (per :attr:`Fault.label`, ``"ok"`` for normal answers),
+    ``in_flight`` and ``max_in_flight`` (completion requests being handled),
+    ``connections`` (accepted), ``requests`` (the last ``record`` :class:`ServerRequest`).
+    """
+
+    def __init__(
+        self,
+        *,
+        responder: Responder | None = None,
+        faults: Sequence[Fault | None] | FaultHook | None = None,
+        model: str = "rolleval-test",
+        system_fingerprint: str | None = "fp_rolleval_test",
+        api_key: str | None = None,
+        honour_n: bool = True,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        record: int = 10_000,
+    ) -> None:
+        self.responder: Responder = responder or echo_responder
+        self.faults = faults
+        self.model = model
+        self.system_fingerprint = system_fingerprint
+        self.api_key = api_key
+        self.honour_n = honour_n
+        self.host = host
+        self.port = port
+        self.requests: deque[ServerRequest] = deque(maxlen=record)
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
+        self.reset_counters()
+
+    def __repr__(self) -> str:
+        return f"OpenAIServer(base_url={self.base_url!r}, model={self.model!r})"
+
+    # -- counters ----------------------------------------------------------------------
+
+    def reset_counters(self) -> None:
+        """Zero all counters and forget recorded requests (the arrival index restarts)."""
+        self.path_counts: Counter[str] = Counter()
+        self.fault_counts: Counter[str] = Counter()
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.connections = 0
+        self.requests.clear()
+        self._index = 0
+
+    @property
+    def completion_requests(self) -> int:
+        """Completion requests received (chat and text, valid or not, any path prefix)."""
+        return sum(n for path, n in self.path_counts.items() if path.endswith("/completions"))
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def base_url(self) -> str:
+        """``http://127.0.0.1:PORT/v1``, the client's base URL."""
+        return self.url + "/v1"
+
+    # -- background-thread mode --------------------------------------------------------
+
+    def start(self) -> OpenAIServer:
+        """Serve from a daemon thread; returns once the port is bound."""
+        if self._thread is not None:
+            raise RuntimeError("server already started")
+        ready = threading.Event()
+        errors: list[BaseException] = []
+        self._thread = threading.Thread(
+            target=self._thread_main,
+            args=(ready, errors),
+            name="rolleval-openai-server",
+            daemon=True,
+        )
+        self._thread.start()
+        ready.wait()
+        if errors:
+            self._thread.join()
+            self._thread = None
+            raise errors[0]
+        return self
+
+    def stop(self) -> None:
+        """Close the listener and every connection, then join the thread."""
+        thread, loop, stop = self._thread, self._loop, self._stop
+        if thread is None:
+            return
+        if loop is not None and stop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(stop.set)
+        thread.join()
+        self._thread = None
+
+    def __enter__(self) -> OpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def _thread_main(self, ready: threading.Event, errors: list[BaseException]) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self.serve(ready=ready.set))
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            ready.set()
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    # -- serving -----------------------------------------------------------------------
+
+    async def serve(self, *, ready: Callable[[], object] | None = None) -> None:
+        """Serve until :meth:`stop` (thread mode) or cancellation; ``ready()`` once bound."""
+        self._stop = asyncio.Event()
+        server = await asyncio.start_server(self._handle, self.host, self.port, limit=_MAX_HEAD)
+        try:
+            self.port = server.sockets[0].getsockname()[1]
+            if ready is not None:
+                ready()
+            await self._stop.wait()
+        finally:
+            server.close()
+            for writer in list(self._writers):
+                writer.transport.abort()
+            tasks = list(self._tasks)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await server.wait_closed()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        self._writers.add(writer)
+        self.connections += 1
+        try:
+            keep_alive = True
+            while keep_alive:
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except asyncio.IncompleteReadError:
+                    break
+                except asyncio.LimitOverrunError:
+                    writer.write(_response(431, _error_body("headers too large"), keep_alive=False))
+                    break
+                keep_alive = await self._request(head, reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except asyncio.CancelledError:
+            pass  # only stop() cancels handlers; ending quietly keeps asyncio from logging it
+        finally:
+            self._writers.discard(writer)
+            self._tasks.discard(task)
+            writer.close()
+
+    async def _request(
+        self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> bool:
+        """Read and answer one request; whether to keep the connection open."""
+        lines = head[:-4].decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ")
+        if len(parts) != 3:
+            writer.write(_response(400, _error_body("bad request line"), keep_alive=False))
+            return False
+        method, target, version = parts
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            name, _, value = line.partition(":")
+            headers[name.strip().lower()] = value.strip()
+        connection = headers.get("connection", "").lower()
+        keep_alive = connection != "close" if version == "HTTP/1.1" else connection == "keep-alive"
+        if "transfer-encoding" in headers:
+            writer.write(
+                _response(501, _error_body("chunked bodies not supported"), keep_alive=False)
+            )
+            return False
+        try:
+            length = int(headers.get("content-length", "0"))
+        except ValueError:
+            length = -1
+        if not 0 <= length <= _MAX_BODY:
+            writer.write(_response(400, _error_body("bad content-length"), keep_alive=False))
+            return False
+        body = await reader.readexactly(length) if length else b""
+        path = target.split("?", 1)[0]
+        self.path_counts[path] += 1
+        if path.endswith("/models"):
+            if method != "GET":
+                return await _send(writer, 405, _error_body("use GET"), keep_alive)
+            return await _send(writer, 200, self._models_body(), keep_alive)
+        if path.endswith("/chat/completions"):
+            chat = True
+        elif path.endswith("/completions"):
+            chat = False
+        else:
+            return await _send(writer, 404, _error_body(f"no route {path}"), keep_alive)
+        if method != "POST":
+            return await _send(writer, 405, _error_body("use POST"), keep_alive)
+        rejected = self._check(chat, headers, body)
+        if isinstance(rejected, tuple):
+            return await _send(writer, rejected[0], _error_body(rejected[1]), keep_alive)
+        request = ServerRequest(self._index, method, path, headers, rejected)
+        self._index += 1
+        self.requests.append(request)
+        try:
+            fault = self._fault_for(request)
+        except Exception as exc:  # a broken hook is the test's bug: say so in a 500
+            self.fault_counts["hook_error"] += 1
+            return await _send(writer, 500, _error_body(f"faults hook failed: {exc!r}"), keep_alive)
+        self.fault_counts[fault.label] += 1
+        self.in_flight += 1
+        if self.in_flight > self.max_in_flight:
+            self.max_in_flight = self.in_flight
+        try:
+            if fault.delay_s > 0:
+                await asyncio.sleep(fault.delay_s)
+            if fault.kind == "drop":
+                if fault.reset:
+                    writer.transport.abort()
+                return False
+            if fault.kind in ("status", "body"):
+                assert fault.body is not None
+                return await _send(writer, fault.status, fault.body, keep_alive, fault.headers)
+            try:
+                answer = self._answer(chat, request, fault.kind == "no_content")
+            except Exception as exc:  # a broken responder is the test's bug: say so in a 500
+                self.fault_counts["responder_error"] += 1
+                return await _send(
+                    writer, 500, _error_body(f"responder failed: {exc!r}"), keep_alive
+                )
+            return await _send(writer, 200, answer, keep_alive)
+        finally:
+            self.in_flight -= 1
+
+    def _check(self, chat: bool, headers: dict[str, str], body: bytes) -> Any:
+        """The parsed body, or ``(status, message)`` for a request to reject."""
+        if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
+            return 401, "invalid or missing API key"
+        try:
+            data = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return 400, "body is not JSON"
+        if not isinstance(data, dict):
+            return 400, "body is not a JSON object"
+        if data.get("model") != self.model:
+            return 404, f"The model `{data.get('model')}` does not exist."
+        if chat:
+            messages = data.get("messages")
+            if not isinstance(messages, list) or not messages:
+                return 400, "messages must be a non-empty list"
+        elif not isinstance(data.get("prompt"), str):
+            return 400, "prompt must be a string"
+        n = data.get("n", 1)
+        if not isinstance(n, int) or n < 1:
+            return 400, "n must be a positive integer"
+        return data
+
+    def _fault_for(self, request: ServerRequest) -> Fault:
+        faults = self.faults
+        if faults is None:
+            return _OK
+        if callable(faults):
+            fault = faults(request)
+        else:
+            fault = faults[request.index] if request.index < len(faults) else None
+        return _OK if fault is None else fault
+
+    def _answer(self, chat: bool, request: ServerRequest, no_content: bool) -> bytes:
+        data = request.json
+        n = data.get("n", 1) if self.honour_n else 1
+        choices = []
+        completion_tokens = 0
+        for i in range(n):
+            result = self.responder(data)
+            if isinstance(result, str):
+                text, finish = result, "stop"
+            elif isinstance(result, tuple):
+                text, finish = result
+            else:
+                text, finish = result["text"], result.get("finish_reason", "stop")
+            completion_tokens += len(text.split())
+            content = None if no_content else text
+            if chat:
+                choice = {
+                    "index": i,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": finish,
+                }
+            else:
+                choice = {"index": i, "text": content, "finish_reason": finish, "logprobs": None}
+            choices.append(choice)
+        if chat:
+            prompt_text = " ".join(
+                m.get("content") or "" for m in data["messages"] if isinstance(m, dict)
+            )
+        else:
+            prompt_text = data["prompt"]
+        prompt_tokens = len(str(prompt_text).split())
+        body = {
+            "id": f"cmpl-{request.index}",
+            "object": "chat.completion" if chat else "text_completion",
+            "created": int(time.time()),
+            "model": self.model,
+            "choices": choices,
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
+        if self.system_fingerprint is not None:
+            body["system_fingerprint"] = self.system_fingerprint
+        return orjson.dumps(body)
+
+    def _models_body(self) -> bytes:
+        return orjson.dumps(
+            {
+                "object": "list",
+                "data": [
+                    {"id": self.model, "object": "model", "created": 0, "owned_by": "rolleval"}
+                ],
+            }
+        )
+
+
+_REASONS = {s.value: s.phrase for s in HTTPStatus}
+
+
+def _error_body(message: str) -> bytes:
+    return orjson.dumps({"error": {"message": message, "type": "invalid_request_error"}})
+
+
+def _response(
+    status: int,
+    body: bytes,
+    *,
+    keep_alive: bool = True,
+    headers: tuple[tuple[str, str], ...] = (),
+) -> bytes:
+    head = (
+        f"HTTP/1.1 {status} {_REASONS.get(status, 'Unknown')}\r\n"
+        f"content-type: application/json\r\ncontent-length: {len(body)}\r\n"
+        f"connection: {'keep-alive' if keep_alive else 'close'}\r\n"
+    )
+    for name, value in headers:
+        head += f"{name}: {value}\r\n"
+    return (head + "\r\n").encode("latin-1") + body
+
+
+async def _send(
+    writer: asyncio.StreamWriter,
+    status: int,
+    body: bytes,
+    keep_alive: bool,
+    headers: tuple[tuple[str, str], ...] = (),
+) -> bool:
+    writer.write(_response(status, body, keep_alive=keep_alive, headers=headers))
+    await writer.drain()
+    return keep_alive
