@@ -213,3 +213,24 @@ def test_save_baseline_api_refuses_overwrite(tmp_path):
     save_baseline(b, tmp_path / "x.json")
     with pytest.raises(UsageError, match="file exists"):
         save_baseline(b, tmp_path / "x.json")
+
+
+def test_html_pages_carry_the_verdict_and_numbers(tmp_path):
+    b, c = _pair(tmp_path, shift=-0.15, n_problems=60)
+    page = tmp_path / "out" / "compare.html"
+    proc = _cli(
+        "compare", str(b), str(c), "--html", str(page), "--output", str(tmp_path / "c.json")
+    )
+    assert proc.returncode == 1 and f"HTML report: {page}" in proc.stdout
+    html = page.read_text()
+    data = json.loads((tmp_path / "c.json").read_text())
+    assert "v-regression" in html and f"{data['tasks'][0]['effect']:+.4f}" in html
+    rep = tmp_path / "report.html"
+    proc = _cli("report", str(b), "--html", str(rep))
+    assert proc.returncode == 0
+    text = rep.read_text()
+    report = json.loads((b / "report.json").read_text())
+    assert (
+        f"{report['tasks']['synthetic_math']['metrics']['pass@1']['value']:.4f}" in text
+        and "n_unextracted" in text
+    )

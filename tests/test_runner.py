@@ -251,6 +251,9 @@ def test_sigkill_midway_then_resume_matches_uninterrupted_run(tmp_path, data_fil
         # simulate a torn final write too
         with open(rollouts, "ab") as fh:
             fh.write(b'{"problem_id": "s0')
+        time.sleep(
+            0.5
+        )  # let the server finish the killed client's in-flight request before counting
         srv.reset_counters()
         resumed = run_eval(_config(data_file, srv), out, resume=True, progress=False)
         assert srv.completion_requests == N_PROBLEMS * 4 - n_before
@@ -348,3 +351,55 @@ def test_cli_run_prints_report_and_exit_codes(tmp_path, data_file):
     )
     assert res.returncode == 2 and "n:" in res.stderr and "Traceback" not in res.stderr
     assert not (tmp_path / "r3").exists()
+
+
+def test_ctrl_c_leaves_a_resumable_run_and_exits_130(tmp_path, data_file):
+    def slow(request):
+        time.sleep(0.05)
+        return math_responder(request)
+
+    cfg = tmp_path / "run.yaml"
+    with OpenAIServer(responder=slow) as srv:
+        cfg.write_text(
+            f"model: {srv.model}\nendpoints: [{srv.base_url}]\nn: 4\nseed: 11\nconcurrency: 2\ngrading_workers: 0\n"
+            f"tasks:\n  - {{name: sums, path: {data_file}, type: math, id_field: id, question_field: question, answer_field: answer}}\n"
+        )
+        out = tmp_path / "r"
+        env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+        child = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "rolleval",
+                "run",
+                "--config",
+                str(cfg),
+                "--out",
+                str(out),
+                "--no-progress",
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        rollouts = out / "tasks" / "sums" / "rollouts.jsonl"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not (
+            rollouts.exists() and rollouts.read_bytes().count(b"\n") >= 6
+        ):
+            time.sleep(0.02)
+        child.send_signal(signal.SIGINT)
+        _, err = child.communicate(timeout=60)
+        assert child.returncode == 130, err
+        assert "interrupted" in err and "Traceback" not in err
+        manifest = json.loads((out / "manifest.json").read_text())
+        assert manifest["status"] == "interrupted"
+        done = rollouts.read_bytes().count(b"\n")
+        assert done < N_PROBLEMS * 4
+        time.sleep(0.3)
+        resumed = run_eval(_config(data_file, srv), out, resume=True, progress=False)
+    assert json.loads((out / "manifest.json").read_text())["status"] == "completed"
+    assert resumed.report["tasks"]["sums"]["metrics"]["pass@1"]["value"] == pytest.approx(
+        _expected_pass1(), abs=1e-12
+    )

@@ -134,7 +134,15 @@ def render_compare(result: dict) -> str:
 @click.option(
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, path_type=str),
+    default=None,
+    help="Write the result as a self-contained HTML page.",
+)
 def compare_cmd(
+    html_path: str | None,
     baseline: str,
     candidate: str,
     metric: str,
@@ -179,4 +187,8 @@ def compare_cmd(
         click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
     else:
         click.echo(render_compare(data))
+    if html_path:
+        from ..html import compare_html, write_html
+
+        click.echo(f"HTML report: {write_html(html_path, compare_html(data))}")
     return res.exit_code

@@ -14,9 +14,22 @@ from ._app import cli, inference_options
     "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
 @click.option("--no-write", is_flag=True, help="Print only; do not rewrite report.json.")
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, path_type=str),
+    default=None,
+    help="Also write the report as a self-contained HTML page.",
+)
 @inference_options
 def report_cmd(
-    run: str, fmt: str, no_write: bool, confidence_level: float, n_resamples: int, seed: int
+    run: str,
+    fmt: str,
+    no_write: bool,
+    html_path: str | None,
+    confidence_level: float,
+    n_resamples: int,
+    seed: int,
 ) -> int:
     """Recompute RUN's report from its stored judgements (no model calls) and print it.
 
@@ -39,4 +52,8 @@ def report_cmd(
         click.echo(render_run_report(res.report))
         if res.path is not None:
             click.echo(f"\nreport written to {res.path}")
+    if html_path:
+        from ..html import report_html, write_html
+
+        click.echo(f"HTML report: {write_html(html_path, report_html(res.report))}")
     return 0
