@@ -80,6 +80,35 @@ def _expected_pass1(n=4, seed=11):
     return total / len(ids)
 
 
+def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    return subprocess.run(
+        [sys.executable, "-m", "rolleval", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+    )
+
+
+def _yaml_config(path, srv, data_file, extra=""):
+    path.write_text(
+        f"model: {srv.model}\nendpoints: [{srv.base_url}]\n{extra}"
+        f"tasks:\n  - {{name: sums, path: {data_file}, type: math, id_field: id, question_field: question, answer_field: answer}}\n"
+    )
+    return path
+
+
+def _wait_for_lines(path, n, timeout=60.0):
+    """Wait until ``path`` holds at least ``n`` complete lines."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_bytes().count(b"\n") >= n:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"{path} never reached {n} lines")
+
+
 def _metrics(report):
     rep = report["tasks"]["sums"]
     return rep["metrics"], rep["health"]
@@ -239,11 +268,7 @@ def test_sigkill_midway_then_resume_matches_uninterrupted_run(tmp_path, data_fil
             [sys.executable, "-c", _CHILD, srv.base_url, str(data_file), str(out)], env=env
         )
         rollouts = out / "tasks" / "sums" / "rollouts.jsonl"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            if rollouts.exists() and rollouts.read_bytes().count(b"\n") >= 10:
-                break
-            time.sleep(0.02)
+        _wait_for_lines(rollouts, 10)
         child.send_signal(signal.SIGKILL)
         child.wait()
         n_before = rollouts.read_bytes().count(b"\n")
@@ -268,87 +293,20 @@ def test_sigkill_midway_then_resume_matches_uninterrupted_run(tmp_path, data_fil
 
 
 def test_cli_run_prints_report_and_exit_codes(tmp_path, data_file):
-    cfg = tmp_path / "run.yaml"
     with OpenAIServer(responder=math_responder) as srv:
-        cfg.write_text(
-            f"model: {srv.model}\nendpoints: [{srv.base_url}]\nn: 2\ngrading_workers: 0\n"
-            f"tasks:\n  - {{name: sums, path: {data_file}, type: math, id_field: id, question_field: question, answer_field: answer}}\n"
-        )
-        env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-        res = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "rolleval",
-                "run",
-                "--config",
-                str(cfg),
-                "--out",
-                str(tmp_path / "r"),
-                "--no-progress",
-            ],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-        )
+        cfg = _yaml_config(tmp_path / "run.yaml", srv, data_file, "n: 2\ngrading_workers: 0\n")
+        res = _cli("run", "--config", str(cfg), "--out", str(tmp_path / "r"), "--no-progress")
         assert res.returncode == 0, res.stderr
         assert "pass@1" in res.stdout and "rollouts completed" in res.stdout
-        res = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "rolleval",
-                "run",
-                "--config",
-                str(cfg),
-                "--out",
-                str(tmp_path / "r"),
-            ],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-        )
+        res = _cli("run", "--config", str(cfg), "--out", str(tmp_path / "r"))
         assert (
             res.returncode == 2 and "pass --resume" in res.stderr and "Traceback" not in res.stderr
         )
-        res = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "rolleval",
-                "run",
-                "--config",
-                str(cfg),
-                "--out",
-                str(tmp_path / "r2"),
-                "--bogus",
-            ],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=120,
-        )
+        res = _cli("run", "--config", str(cfg), "--out", str(tmp_path / "r2"), "--bogus")
         assert res.returncode == 2 and "--bogus" in res.stderr
     bad = tmp_path / "bad.yaml"
     bad.write_text("model: x\ntasks: [sums]\nn: zero\n")
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rolleval",
-            "run",
-            "--config",
-            str(bad),
-            "--out",
-            str(tmp_path / "r3"),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
+    res = _cli("run", "--config", str(bad), "--out", str(tmp_path / "r3"))
     assert res.returncode == 2 and "n:" in res.stderr and "Traceback" not in res.stderr
     assert not (tmp_path / "r3").exists()
 
@@ -358,37 +316,27 @@ def test_ctrl_c_leaves_a_resumable_run_and_exits_130(tmp_path, data_file):
         time.sleep(0.05)
         return math_responder(request)
 
-    cfg = tmp_path / "run.yaml"
     with OpenAIServer(responder=slow) as srv:
-        cfg.write_text(
-            f"model: {srv.model}\nendpoints: [{srv.base_url}]\nn: 4\nseed: 11\nconcurrency: 2\ngrading_workers: 0\n"
-            f"tasks:\n  - {{name: sums, path: {data_file}, type: math, id_field: id, question_field: question, answer_field: answer}}\n"
-        )
+        extra = "n: 4\nseed: 11\nconcurrency: 2\ngrading_workers: 0\n"
+        cfg = _yaml_config(tmp_path / "run.yaml", srv, data_file, extra)
         out = tmp_path / "r"
         env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+        argv = [
+            sys.executable,
+            "-m",
+            "rolleval",
+            "run",
+            "--config",
+            str(cfg),
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
         child = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "rolleval",
-                "run",
-                "--config",
-                str(cfg),
-                "--out",
-                str(out),
-                "--no-progress",
-            ],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
+            argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         rollouts = out / "tasks" / "sums" / "rollouts.jsonl"
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not (
-            rollouts.exists() and rollouts.read_bytes().count(b"\n") >= 6
-        ):
-            time.sleep(0.02)
+        _wait_for_lines(rollouts, 6)
         child.send_signal(signal.SIGINT)
         _, err = child.communicate(timeout=60)
         assert child.returncode == 130, err
@@ -403,3 +351,27 @@ def test_ctrl_c_leaves_a_resumable_run_and_exits_130(tmp_path, data_file):
     assert resumed.report["tasks"]["sums"]["metrics"]["pass@1"]["value"] == pytest.approx(
         _expected_pass1(), abs=1e-12
     )
+
+
+def test_missing_grading_dependency_refuses_before_anything_is_written(tmp_path, data_file):
+    code = (
+        "import sys; sys.modules['math_verify'] = None\n"
+        "from rolleval.cli import main\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    cfg = tmp_path / "run.yaml"
+    cfg.write_text(
+        "model: m\nendpoints: [http://127.0.0.1:9/v1]\n"
+        f"tasks:\n  - {{name: sums, path: {data_file}, type: math, id_field: id, question_field: question, answer_field: answer}}\n"
+    )
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    res = subprocess.run(
+        [sys.executable, "-c", code, "run", "--config", str(cfg), "--out", str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    assert res.returncode == 2, res.stderr
+    assert "pip install 'rolleval[math]'" in res.stderr and "Traceback" not in res.stderr
+    assert not (tmp_path / "r").exists()

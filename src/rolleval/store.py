@@ -114,6 +114,32 @@ def _split_torn(data: bytes) -> tuple[bytes, bytes]:
     return data[:cut], data[cut:]
 
 
+def _cut_torn_tail(path: Path, data: bytes) -> tuple[bytes, int | None, int]:
+    """Complete lines of ``data`` and, if the last line is torn, its line number and size.
+
+    A last line without newline that parses as a JSON object is complete (only its newline
+    is missing) and kept; one that does not parse is torn: left out with a
+    :class:`TornLineWarning` naming the file and line.
+    """
+    body, tail = _split_torn(data)
+    if not tail.strip():
+        return body, None, 0
+    try:
+        complete = isinstance(orjson.loads(tail), dict)
+    except orjson.JSONDecodeError:
+        complete = False
+    if complete:
+        return body + tail + b"\n", None, 0
+    torn_line = body.count(b"\n") + 1
+    warnings.warn(
+        f"{path}:{torn_line}: ignoring a torn last line ({len(tail)} bytes; "
+        "the writing process was interrupted)",
+        TornLineWarning,
+        stacklevel=3,
+    )
+    return body, torn_line, len(tail)
+
+
 def read_jsonl(
     path: str | os.PathLike[str], *, what: str = "records", missing_ok: bool = False
 ) -> JsonlContent:
@@ -130,25 +156,7 @@ def read_jsonl(
         if missing_ok:
             return JsonlContent([], [])
         raise DataError(f"{what} file not found", path=path) from None
-    body, tail = _split_torn(data)
-    torn_line = None
-    torn_bytes = 0
-    if tail.strip():
-        try:
-            last = orjson.loads(tail)
-        except orjson.JSONDecodeError:
-            last = None
-        if isinstance(last, dict):
-            body = body + tail + b"\n"  # complete record missing only its newline
-        else:
-            torn_line = body.count(b"\n") + 1
-            torn_bytes = len(tail)
-            warnings.warn(
-                f"{path}:{torn_line}: ignoring a torn last line ({torn_bytes} bytes; "
-                "the writing process was interrupted)",
-                TornLineWarning,
-                stacklevel=2,
-            )
+    body, torn_line, torn_bytes = _cut_torn_tail(path, data)
     records: list[dict[str, Any]] = []
     lines: list[int] = []
     # Fast path: parse the whole body as one JSON array (one C call), then fall back to
@@ -238,26 +246,8 @@ def read_jsonl_columns(
         return JsonlColumns(
             cols, len(content.records), content.lines, content.torn_line, content.torn_bytes
         )
-    body, tail = _split_torn(data)
+    body, torn_line, torn_bytes = _cut_torn_tail(path, data)
     del data
-    torn_line = None
-    torn_bytes = 0
-    if tail.strip():
-        try:
-            last = orjson.loads(tail)
-        except orjson.JSONDecodeError:
-            last = None
-        if isinstance(last, dict):
-            body = body + tail + b"\n"
-        else:
-            torn_line = body.count(b"\n") + 1
-            torn_bytes = len(tail)
-            warnings.warn(
-                f"{path}:{torn_line}: ignoring a torn last line ({torn_bytes} bytes; "
-                "the writing process was interrupted)",
-                TornLineWarning,
-                stacklevel=2,
-            )
     cols: dict[str, list[Any]] = {f: [] for f in fields}
     gc_was_enabled = gc.isenabled()
     gc.disable()  # millions of short-lived dicts: collection passes cost more than they find
