@@ -67,7 +67,7 @@ def test_corrupt_judgement_names_file_line_and_fix_and_keeps_files(tmp_path):
     assert res.returncode == 2
     assert (
         "judgements.jsonl:4" in res.stderr
-        and "'correct' must be bool" in res.stderr
+        and "'correct': Expected `bool | null`, got `str`" in res.stderr
         and "regrade" in res.stderr
     )
     assert "Traceback" not in res.stderr

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import warnings
 
+import msgspec
 import orjson
 import pytest
 from pydantic import ValidationError
@@ -21,7 +22,14 @@ from rolleval.records import (
     effective_rollouts,
     make_judgement,
 )
-from rolleval.store import JsonlAppender, RunDir, TornLineWarning, atomic_write_json, read_jsonl
+from rolleval.store import (
+    JsonlAppender,
+    RunDir,
+    TornLineWarning,
+    atomic_write_json,
+    read_jsonl,
+    read_jsonl_columns,
+)
 
 
 def test_records_round_trip_through_jsonl():
@@ -212,3 +220,77 @@ def test_run_dir_open_checks_format_and_version(tmp_path):
     (run.path / "manifest.json").write_text("{broken")
     with pytest.raises(DataError, match="run manifest is not valid JSON"):
         RunDir.open(run.path)
+
+
+# ---------------------------------------------------------------- typed column reader
+
+
+class _Row(msgspec.Struct):
+    problem_id: str
+    index: int
+    correct: bool | None = None
+
+
+def test_column_reader_types_fields_and_skips_others(tmp_path):
+    p = tmp_path / "j.jsonl"
+    p.write_bytes(
+        b'{"problem_id": "a", "index": 0, "correct": true, "other": [1, 2]}\n{"problem_id": "b", "index": 3}\n'
+    )
+    c = read_jsonl_columns(p, _Row)
+    assert c.columns == {"problem_id": ["a", "b"], "index": [0, 3], "correct": [True, None]}
+    assert c.validated and c.n == 2 and c.line_of(1) == 2
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        (
+            b'{"problem_id": "b", "index": true}',
+            r"j.jsonl:2: 'index': Expected `int`, got `bool`; fix it",
+        ),
+        (
+            b'{"problem_id": "b", "index": 1, "correct": "yes"}',
+            r"j.jsonl:2: 'correct': Expected `bool \| null`, got `str`",
+        ),
+        (b'{"index": 1}', r"j.jsonl:2: Object missing required field `problem_id`"),
+        (b"[1, 2]", r"j.jsonl:2: line is not a JSON object"),
+        (b'{"problem_id": "b", "ind', r"j.jsonl:2: line is not valid JSON"),
+    ],
+)
+def test_column_reader_names_the_bad_line(tmp_path, line, message):
+    p = tmp_path / "j.jsonl"
+    p.write_bytes(
+        b'{"problem_id": "a", "index": 0}\n' + line + b'\n{"problem_id": "c", "index": 0}\n'
+    )
+    with pytest.raises(DataError, match=message):
+        read_jsonl_columns(p, _Row, fix="fix it")
+
+
+def test_column_reader_torn_tail_and_blank_lines(tmp_path):
+    p = tmp_path / "j.jsonl"
+    p.write_bytes(
+        b'{"problem_id": "a", "index": 0}\n\n{"problem_id": "b", "index": 1}\n{"problem_id": "c", "ind'
+    )
+    with pytest.warns(TornLineWarning, match=r"j.jsonl:4"):
+        c = read_jsonl_columns(p, _Row)
+    assert c.columns["problem_id"] == ["a", "b"] and c.lines == [1, 3] and c.torn_line == 4
+    assert read_jsonl_columns(tmp_path / "none.jsonl", _Row, missing_ok=True).n == 0
+    with pytest.raises(DataError, match="not found"):
+        read_jsonl_columns(tmp_path / "none.jsonl", _Row)
+
+
+def test_column_reader_chunks_agree_with_whole_file(tmp_path, monkeypatch):
+    import rolleval.store as store
+
+    p = tmp_path / "j.jsonl"
+    p.write_bytes(
+        b"".join(
+            b'{"problem_id": "p%d", "index": %d, "correct": %s}\n'
+            % (i, i % 7, b"true" if i % 3 else b"false")
+            for i in range(500)
+        )
+    )
+    whole = read_jsonl_columns(p, _Row)
+    monkeypatch.setattr(store, "_CHUNK_BYTES", 97)
+    chunked = read_jsonl_columns(p, _Row)
+    assert chunked.columns == whole.columns and chunked.n == 500

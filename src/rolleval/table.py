@@ -16,9 +16,12 @@ Effective-record rules (``docs/run-format.md``):
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from .errors import DataError, UsageError
@@ -69,6 +72,10 @@ class TaskTable:
         return np.bincount(self.r_problem, weights=w, minlength=self.n_problems)
 
 
+def _mask(values: Any, n: int) -> np.ndarray:
+    return np.fromiter(values, dtype=bool, count=n)
+
+
 def _bad(path: Any, line: int, message: str) -> DataError:
     return DataError(message, path=path, line=line)
 
@@ -108,16 +115,40 @@ def _check_column(
             )
 
 
-JUDGEMENT_FIELDS = [
-    "problem_id",
-    "index",
-    "status",
-    "correct",
-    "extracted",
-    "cluster",
-    "finish_reason",
-    "output_tokens",
-    "grader_error",
+class JudgementRow(msgspec.Struct, gc=False):
+    """The fields of a judgement record that reports read, with their JSON types.
+
+    Decoding checks every type (``index`` an integer and not a boolean, ``correct`` a boolean
+    or null, ...); other fields of the record are skipped unread.
+    """
+
+    problem_id: str
+    index: int
+    status: str
+    correct: bool | None = None
+    extracted: str | None = None
+    cluster: int | None = None
+    finish_reason: str | None = None
+    output_tokens: float | None = None
+    grader_error: str | None = None
+
+
+class ScoredJudgementRow(JudgementRow, gc=False):
+    """:class:`JudgementRow` plus the graded-score fields (read when ``score_key`` needs them)."""
+
+    score: float | None = None
+    metrics: dict[str, float] | None = None
+
+
+JUDGEMENT_FIELDS = list(ScoredJudgementRow.__struct_fields__)
+_COLUMN_TYPES: list[tuple[str, tuple[type, ...], bool]] = [
+    ("problem_id", (str,), False),
+    ("index", (int,), False),
+    ("correct", (bool,), True),
+    ("cluster", (int,), True),
+    ("extracted", (str,), True),
+    ("output_tokens", (int, float), True),
+    ("score", (int, float), True),
 ]
 
 
@@ -138,7 +169,8 @@ def build_task_table(
     """
     if prompt_lines is None:
         prompt_lines = list(range(1, len(prompts) + 1))
-    fields = _fields_for(score_key)
+    _check_score_key(score_key)
+    fields = JUDGEMENT_FIELDS
     if not isinstance(judgements, JsonlColumns):
         judgements = JsonlColumns(
             {f: [r.get(f) for r in judgements] for f in fields}, len(judgements)
@@ -170,17 +202,13 @@ def build_task_table(
     hashes = [seen[p].get("content_hash") for p in problem_ids]
     T = len(problem_ids)
 
-    # --- judgement columns: validate types, then convert ---
-    _check_column(C["problem_id"], (str,), "problem_id", judgements_path, line_of, optional=False)
-    _check_column(C["index"], (int,), "index", judgements_path, line_of, optional=False)
-    _check_column(C["correct"], (bool,), "correct", judgements_path, line_of, optional=True)
-    _check_column(C["cluster"], (int,), "cluster", judgements_path, line_of, optional=True)
-    _check_column(C["extracted"], (str,), "extracted", judgements_path, line_of, optional=True)
-    _check_column(
-        C["output_tokens"], (int, float), "output_tokens", judgements_path, line_of, optional=True
-    )
+    # --- judgement columns: validate types (unless the decoder did), then convert ---
+    if not judgements.validated:
+        for name, kinds, optional in _COLUMN_TYPES:
+            if name in C:
+                _check_column(C[name], kinds, name, judgements_path, line_of, optional=optional)
     pos = (
-        np.array([pos_of.get(p, -1) for p in C["problem_id"]], dtype=np.int64)
+        np.fromiter(map(pos_of.get, C["problem_id"], repeat(-1)), dtype=np.int64, count=nJ)
         if nJ
         else np.zeros(0, np.int64)
     )
@@ -197,7 +225,7 @@ def build_task_table(
         i = int(np.argmin(idx))
         raise _bad(judgements_path, line_of(i), f"'index' must be >= 0, got {int(idx[i])}")
     status = (
-        np.array([STATUS_CODES.get(s, -1) for s in C["status"]], dtype=np.int8)
+        np.fromiter(map(STATUS_CODES.get, C["status"], repeat(-1)), dtype=np.int8, count=nJ)
         if nJ
         else np.zeros(0, np.int8)
     )
@@ -226,15 +254,16 @@ def build_task_table(
     n_dup = len(kept_rows) - len(first)
     rows = kept_rows[first]
 
-    correct_all = np.array([v is True for v in C["correct"]], dtype=bool)
-    has_verdict = np.array([v is not None for v in C["correct"]], dtype=bool)
-    grader_error_all = np.array([g is not None for g in C["grader_error"]], dtype=bool)
-    extracted_all = np.array([v is not None for v in C["extracted"]], dtype=bool)
-    cluster_all = np.array([-1 if v is None else v for v in C["cluster"]], dtype=np.int64)
-    truncated_all = np.array([f == "length" for f in C["finish_reason"]], dtype=bool)
-    tokens_all = np.array(
-        [np.nan if t is None else t for t in C["output_tokens"]], dtype=np.float64
-    )
+    # C-level conversions (map over operator functions; None becomes NaN in float arrays)
+    correct_all = _mask(map(operator.is_, C["correct"], repeat(True)), nJ)
+    has_verdict = _mask(map(operator.is_not, C["correct"], repeat(None)), nJ)
+    grader_error_all = _mask(map(operator.is_not, C["grader_error"], repeat(None)), nJ)
+    extracted_all = _mask(map(operator.is_not, C["extracted"], repeat(None)), nJ)
+    truncated_all = _mask(map(operator.eq, C["finish_reason"], repeat("length")), nJ)
+    cluster_all = np.nan_to_num(
+        np.array(C["cluster"], dtype=np.float64).reshape(nJ), nan=-1
+    ).astype(np.int64)
+    tokens_all = np.array(C["output_tokens"], dtype=np.float64).reshape(nJ)
 
     st = status[rows]
     grader_error = grader_error_all[rows]
@@ -293,13 +322,11 @@ def build_task_table(
     )
 
 
-def _fields_for(score_key: str) -> list[str]:
-    if score_key == "correct":
-        return list(JUDGEMENT_FIELDS)
-    if score_key == "score":
-        return [*JUDGEMENT_FIELDS, "score"]
-    if score_key.startswith("metrics.") and len(score_key) > len("metrics."):
-        return [*JUDGEMENT_FIELDS, "metrics"]
+def _check_score_key(score_key: str) -> None:
+    if score_key in ("correct", "score") or (
+        score_key.startswith("metrics.") and len(score_key) > len("metrics.")
+    ):
+        return
     raise UsageError(f"unknown score_key {score_key!r}; use 'correct', 'score' or 'metrics.<name>'")
 
 
@@ -309,7 +336,11 @@ def load_task_table(task: TaskFiles, *, settings: dict[str, Any] | None = None) 
     score_key = settings.get("score_key", "correct")
     prompts = read_jsonl(task.prompts, what="prompt records")
     judgements = read_jsonl_columns(
-        task.judgements, _fields_for(score_key), what="judgement records", missing_ok=True
+        task.judgements,
+        JudgementRow if score_key == "correct" else ScoredJudgementRow,
+        what="judgement records",
+        missing_ok=True,
+        fix="regrade the run to rebuild judgements",
     )
     table = build_task_table(
         prompts.records,

@@ -37,6 +37,15 @@ class GroupedBootstrapResult:
     bootstrap_distribution: np.ndarray | None = field(default=None, repr=False, compare=False)
 
 
+def _distinct_rows(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct rows of ``x`` and their counts (rows compared byte for byte: a memcmp sort of
+    one void key per row, much faster than ``np.unique(axis=0)``'s column-wise sort)."""
+    xc = np.ascontiguousarray(x)
+    keys = xc.view(np.dtype((np.void, xc.dtype.itemsize * xc.shape[1]))).ravel()
+    _, first, counts = np.unique(keys, return_index=True, return_counts=True)
+    return xc[first], counts
+
+
 def grouped_bootstrap_ci(
     scores: np.ndarray,
     *,
@@ -147,7 +156,7 @@ def grouped_bootstrap_columns(
             )
             for v in means_obs
         ]
-    values, counts = np.unique(x, axis=0, return_counts=True)
+    values, counts = _distinct_rows(x)
     V = len(values)
     means = np.empty((n_resamples, m))
     if max(_MAX_DISTINCT, T // 6) >= V:
