@@ -375,3 +375,17 @@ def test_missing_grading_dependency_refuses_before_anything_is_written(tmp_path,
     assert res.returncode == 2, res.stderr
     assert "pip install 'rolleval[math]'" in res.stderr and "Traceback" not in res.stderr
     assert not (tmp_path / "r").exists()
+
+
+def test_server_side_n_batches_a_problems_rollouts(tmp_path, data_file):
+    with OpenAIServer(responder=math_responder, honour_n=True) as srv:
+        out = run_eval(_config(data_file, srv, server_n=True), tmp_path / "run", progress=False)
+        assert srv.completion_requests == N_PROBLEMS  # one request per problem
+    assert out.completed == N_PROBLEMS * 4
+    assert out.report["tasks"]["sums"]["health"]["infra_errors"]["count"] == 0
+    # a server that ignores n answers one choice: the missing ones are infra errors, not wrong answers
+    with OpenAIServer(responder=math_responder, honour_n=False) as srv:
+        out = run_eval(_config(data_file, srv, server_n=True), tmp_path / "run2", progress=False)
+    h = out.report["tasks"]["sums"]["health"]
+    assert h["infra_errors"]["count"] == N_PROBLEMS * 3
+    assert out.report["tasks"]["sums"]["rollouts"]["gradable"] == N_PROBLEMS

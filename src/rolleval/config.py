@@ -68,6 +68,9 @@ class RunConfig(BaseModel):
     timeout_s: float = Field(default=120.0, gt=0)
     max_retries: int = Field(default=5, ge=0)
     grading_workers: int | None = Field(default=None, ge=0)
+    server_n: bool = False
+    """Ask for a problem's rollouts in one request with ``n`` (only for servers that honour
+    it; the choices returned are counted, missing ones are infra errors)."""
 
     @field_validator("ks")
     @classmethod
@@ -106,6 +109,7 @@ _THROUGHPUT = (
     "max_retries",
     "grading_workers",
     "ks",
+    "server_n",
 )
 
 

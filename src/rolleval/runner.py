@@ -359,6 +359,7 @@ def run_eval(
             timeout_s=config.timeout_s,
             max_retries=config.max_retries,
             concurrency=config.concurrency,
+            server_n=config.server_n,
         )
         return asyncio.run(
             _run_async(
@@ -567,31 +568,51 @@ async def _run_async(
             fut.add_done_callback(done)
             grading.append(fut)
 
-        queue: asyncio.Queue[tuple[int, str, int, int]] = asyncio.Queue()
+        # A problem's rollouts go out back to back (a server's prompt cache is then reused).
+        # With server-side n, one request carries all of a problem's pending rollouts.
+        batches: list[list[tuple[int, str, int, int]]] = []
         for item in work:
-            queue.put_nowait(item)
+            if config.server_n and batches and batches[-1][0][:2] == item[:2]:
+                batches[-1].append(item)
+            else:
+                batches.append([item])
+        queue: asyncio.Queue[list[tuple[int, str, int, int]]] = asyncio.Queue()
+        for batch in batches:
+            queue.put_nowait(batch)
+
+        def record_outcome(
+            ti: int, pid: str, j: int, attempt: int, seed: int, comp: Completion
+        ) -> None:
+            record = comp.to_record(problem_id=pid, index=j, seed=seed, attempt=attempt)
+            appenders[ti].write(dump_record(record))
+            failed = comp.status != "ok"
+            stats["completed" if not failed else "failed"] += 1
+            if failed:
+                stats["last_error"] = comp.error
+            bar.update(error=failed)
+            states[ti][pid][j] = record.model_dump(exclude_none=True)
+            remaining[ti][pid] -= 1
+            if remaining[ti][pid] == 0:
+                grade(ti, pid)
 
         async def worker() -> None:
             while True:
                 try:
-                    ti, pid, j, attempt = queue.get_nowait()
+                    batch = queue.get_nowait()
                 except asyncio.QueueEmpty:
                     return
+                ti, pid = batch[0][0], batch[0][1]
                 t = tasks[ti]
-                seed = derive_seed(config.seed, pid, j)
-                comp: Completion = await client.complete(t.prompts[pid], t.sampling, seed=seed)
-                record = comp.to_record(problem_id=pid, index=j, seed=seed, attempt=attempt)
-                appenders[ti].write(dump_record(record))
-                rec = record.model_dump(exclude_none=True)
-                failed = comp.status != "ok"
-                stats["completed" if not failed else "failed"] += 1
-                if failed:
-                    stats["last_error"] = comp.error
-                bar.update(error=failed)
-                states[ti][pid][j] = rec
-                remaining[ti][pid] -= 1
-                if remaining[ti][pid] == 0:
-                    grade(ti, pid)
+                seeds = [derive_seed(config.seed, pid, j) for _, _, j, _ in batch]
+                if len(batch) == 1:
+                    comps = [await client.complete(t.prompts[pid], t.sampling, seed=seeds[0])]
+                else:
+                    comps = await client.complete_n(t.prompts[pid], t.sampling, seeds=seeds)
+                    seeds = [seeds[0]] * len(
+                        seeds
+                    )  # one request, one seed sent: record what was sent
+                for (_, _, j, attempt), seed, comp in zip(batch, seeds, comps):
+                    record_outcome(ti, pid, j, attempt, seed, comp)
 
         status = "interrupted"
         try:

@@ -103,6 +103,12 @@ def _parse_kv(pairs: tuple[str, ...], flag: str) -> dict[str, Any]:
     is_flag=True,
     help="Continue the run in --out: only missing or failed rollouts are requested.",
 )
+@click.option(
+    "--server-n",
+    is_flag=True,
+    default=None,
+    help="One request per problem with n = its pending rollouts (servers that honour n only).",
+)
 @click.option("--no-progress", is_flag=True, help="Do not print progress.")
 def run_cmd(
     config_path: str | None, out: str, resume: bool, no_progress: bool, **flags: Any
@@ -135,6 +141,8 @@ def run_cmd(
     for flag, key in simple.items():
         if flags.get(flag) is not None:
             data[key] = flags[flag]
+    if flags.get("server_n"):
+        data["server_n"] = True
     if flags["endpoints"]:
         data["endpoints"] = list(flags["endpoints"])
     if flags["tasks"]:
