@@ -6,6 +6,7 @@ Each function does everything its CLI command does; the CLI only parses flags an
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -79,9 +80,16 @@ def _references(task: TaskFiles) -> dict[str, Any]:
 
 
 def regrade_task(
-    task: TaskFiles, *, workers: int | None = None, grader_spec: dict[str, Any] | None = None
+    task: TaskFiles,
+    *,
+    workers: int | None = None,
+    grader_spec: dict[str, Any] | None = None,
+    on_progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, int]:
-    """Rebuild one task's judgements from its stored rollouts with the current grader."""
+    """Rebuild one task's judgements from its stored rollouts with the current grader.
+
+    ``on_progress(task, problems_done, problems_total)`` is called after each problem.
+    """
     from .grading import grade_problems, make_grader
 
     settings = task.read_task()
@@ -127,7 +135,11 @@ def regrade_task(
     lines: list[bytes] = []
     changed = 0
     judged = 0
-    for pid, verdicts in zip(pids, grade_problems(grader, items, workers=workers)):
+    for done, (pid, verdicts) in enumerate(
+        zip(pids, grade_problems(grader, items, workers=workers)), 1
+    ):
+        if on_progress is not None:
+            on_progress(task.name, done, len(pids))
         for r in by_problem[pid]:
             v = verdicts.get(r["index"]) if r.get("status") == "ok" else None
             rec = make_judgement(r, v, grader.identity)
@@ -154,6 +166,7 @@ def regrade_run(
     *,
     task: str | None = None,
     workers: int | None = None,
+    on_progress: Callable[[str, int, int], None] | None = None,
 ) -> RegradeResult:
     """Re-judge every stored rollout with each task's current grader (zero model calls).
 
@@ -165,7 +178,7 @@ def regrade_run(
     out: dict[str, dict[str, int]] = {}
     with collect_warnings() as caught:
         for tf in tasks:
-            out[tf.name] = regrade_task(tf, workers=workers)
+            out[tf.name] = regrade_task(tf, workers=workers, on_progress=on_progress)
     return RegradeResult(out, [str(w.message) for w in caught])
 
 

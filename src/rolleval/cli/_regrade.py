@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import time
+
 import click
 
 from ..api import regrade_run, report_run
@@ -20,7 +22,15 @@ def regrade_cmd(run: str, task: str | None, workers: int | None) -> int:
 
     No model calls. The previous judgements are kept as judgements.prev.jsonl.
     """
-    res = regrade_run(run, task=task, workers=workers)
+    last = [0.0]
+
+    def progress(name: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if done == total or now - last[0] >= 5.0:
+            last[0] = now
+            click.echo(f"regrading {name}: {done}/{total} problems", err=True)
+
+    res = regrade_run(run, task=task, workers=workers, on_progress=progress)
     for w in res.warnings:
         click.echo(f"rolleval: warning: {w}", err=True)
     for name, counts in res.tasks.items():
