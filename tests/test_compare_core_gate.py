@@ -7,6 +7,8 @@ import doctest
 import inspect
 import itertools
 import json
+from fractions import Fraction
+from math import comb
 
 import numpy as np
 import pytest
@@ -190,20 +192,32 @@ def random_counts(seed: int, t: int = 60, k: int = 8):
     )
 
 
+def _exact_fisher(cb, nb, cc, nc, alternative):
+    """Brute force with Fractions: P(X >= a) or P(X <= a), X hypergeometric with the table's margins."""
+    a, b, c, d = int(cb), int(nb - cb), int(cc), int(nc - cc)
+    n, k, total = a + b, a + c, a + b + c + d
+    support = range(max(0, n + k - total), min(n, k) + 1)
+    pmf = {x: Fraction(comb(k, x) * comb(total - k, n - x), comb(total, n)) for x in support}
+    tail = sum(p for x, p in pmf.items() if (x >= a if alternative == "greater" else x <= a))
+    return min(1.0, float(tail))
+
+
 @pytest.mark.parametrize(("direction", "alternative"), [(1, "greater"), (-1, "less")])
 def test_movers_pvalues_match_fisher_exact_and_holm_over_all(direction, alternative):
     ids, cb, nb, cc, nc = random_counts(1)
     rows = problem_movers(ids, cb, nb, cc, nc, direction=direction, top=None)
     assert len(rows) == len(ids)
     testable = [i for i in range(len(ids)) if nb[i] > 0 and nc[i] > 0]
-    raw = {
+    scipy_p = {
         ids[i]: fisher_exact([[cb[i], nb[i] - cb[i]], [cc[i], nc[i] - cc[i]]], alternative).pvalue
         for i in testable
     }
+    raw = {ids[i]: _exact_fisher(cb[i], nb[i], cc[i], nc[i], alternative) for i in testable}
     adjusted = dict(zip(raw, holm(list(raw.values()))))
     for row in rows:
         if row["id"] in raw:
-            assert row["pvalue"] == raw[row["id"]]
+            assert row["pvalue"] == raw[row["id"]]  # exact, correctly rounded
+            assert row["pvalue"] == pytest.approx(scipy_p[row["id"]], rel=1e-12)
             assert row["adjusted_pvalue"] == adjusted[row["id"]]
             i = ids.index(row["id"])
             assert row["delta"] == direction * (cc[i] / nc[i] - cb[i] / nb[i])

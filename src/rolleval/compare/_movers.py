@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from math import comb
 from typing import Any, NamedTuple
 
 import numpy as np
-from scipy.stats import fisher_exact
 
 from ..errors import UsageError
 from ..stats._validate import as_counts, describe, is_int
@@ -77,12 +77,26 @@ def _validate_problem_movers(
     return _MoversArgs(ids_, direction=int(direction), top=top, **arrays)
 
 
+def _fisher_one_sided(a: int, b: int, c: int, d: int, alternative: str) -> float:
+    """One-sided Fisher exact p-value of the table ``[[a, b], [c, d]]``, exactly.
+
+    Under the null, ``a ~ Hypergeometric(N = a+b+c+d, K = a+c, n = a+b)``; ``greater`` is
+    ``P(X >= a)``, ``less`` is ``P(X <= a)``: the definition ``scipy.stats.fisher_exact``
+    uses, summed in integers and divided once (correctly rounded).
+    """
+    n, k, total = a + b, a + c, a + b + c + d
+    lo, hi = max(0, n + k - total), min(n, k)
+    xs = range(a, hi + 1) if alternative == "greater" else range(lo, a + 1)
+    num = sum(comb(k, x) * comb(total - k, n - x) for x in xs)
+    return min(1.0, num / comb(total, n))
+
+
 def _one_sided_fisher(tables: np.ndarray, alternative: str) -> np.ndarray:
-    """``scipy.stats.fisher_exact`` p-values of ``(m, 2, 2)`` tables, once per distinct table."""
+    """One-sided Fisher exact p-values of ``(m, 2, 2)`` tables, once per distinct table."""
     flat = tables.reshape(len(tables), 4)
     unique, inverse = np.unique(flat, axis=0, return_inverse=True)
     p = np.array(
-        [fisher_exact(row.reshape(2, 2), alternative=alternative).pvalue for row in unique],
+        [_fisher_one_sided(*(int(v) for v in row), alternative) for row in unique],
         dtype=np.float64,
     )
     return p[inverse.reshape(-1)]
@@ -107,7 +121,7 @@ def problem_movers(
        ``delta = direction * (c'/n' - c/n)`` (negative = candidate worse).
     2. One-sided Fisher exact test [1]_ of "candidate worse" on the 2x2 table
        ``[[c, n - c], [c', n' - c']]`` (rows baseline, candidate; columns events,
-       non-events), with ``scipy.stats.fisher_exact``. Its odds ratio is
+       non-events), computed exactly (the definition of ``scipy.stats.fisher_exact``). Its odds ratio is
        ``(c (n' - c')) / ((n - c) c')`` = baseline odds / candidate odds, so:
 
        - ``direction=+1`` (``c`` counts good events, e.g. correct): ``alternative="greater"``
