@@ -19,10 +19,33 @@ if [ -e "$OUT" ]; then
 fi
 RUN=(.venv/bin/rolleval run --model local --task copycolors --task common_knowledge
      --limit "$LIMIT" -n 8 --concurrency 2 --seed 0)
-echo "quickstart: baseline run (embedded model, default serving)" >&2
-"${RUN[@]}" --out "$OUT/baseline"
-echo "quickstart: candidate run (same weights, served with rope_freq_scale 0.8)" >&2
-"${RUN[@]}" --server-option rope_freq_scale=0.8 --out "$OUT/candidate"
+mkdir -p "$OUT"
+# The two runs are independent (each serves its own llama.cpp process, one core each), so
+# they run side by side; each prints its report when done.
+echo "quickstart: baseline run (embedded model, default serving) and candidate run (same weights," \
+     "served with rope_freq_scale 0.8), side by side; logs in $OUT/*.log" >&2
+"${RUN[@]}" --out "$OUT/baseline" > "$OUT/baseline.log" 2>&1 &
+base_pid=$!
+"${RUN[@]}" --server-option rope_freq_scale=0.8 --out "$OUT/candidate" > "$OUT/candidate.log" 2>&1 &
+cand_pid=$!
+trap 'kill $base_pid $cand_pid 2>/dev/null || true' INT TERM
+while kill -0 "$base_pid" 2>/dev/null || kill -0 "$cand_pid" 2>/dev/null; do
+  sleep 15
+  b=$(grep "^rollouts" "$OUT/baseline.log" 2>/dev/null | tail -n 1)
+  c=$(grep "^rollouts" "$OUT/candidate.log" 2>/dev/null | tail -n 1)
+  echo "quickstart: baseline ${b:-starting...} | candidate ${c:-starting...}" >&2
+done
+base_rc=0; cand_rc=0
+wait "$base_pid" || base_rc=$?
+wait "$cand_pid" || cand_rc=$?
+trap - INT TERM
+for side in baseline candidate; do
+  echo; echo "=== $side ==="; grep -v "^rollouts [0-9]" "$OUT/$side.log" || true
+done
+if [ "$base_rc" -ne 0 ] || [ "$cand_rc" -ne 0 ]; then
+  echo "quickstart: a run failed (baseline exit $base_rc, candidate exit $cand_rc); see $OUT/*.log" >&2
+  exit 1
+fi
 set +e
 .venv/bin/rolleval compare "$OUT/baseline" "$OUT/candidate" \
   --output "$OUT/compare.json" --html "$OUT/compare.html"
