@@ -31,8 +31,8 @@ cand_pid=$!
 trap 'kill $base_pid $cand_pid 2>/dev/null || true' INT TERM
 while kill -0 "$base_pid" 2>/dev/null || kill -0 "$cand_pid" 2>/dev/null; do
   sleep 15
-  b=$(grep "^rollouts" "$OUT/baseline.log" 2>/dev/null | tail -n 1)
-  c=$(grep "^rollouts" "$OUT/candidate.log" 2>/dev/null | tail -n 1)
+  b=$(grep "^rollouts" "$OUT/baseline.log" 2>/dev/null | tail -n 1 || true)
+  c=$(grep "^rollouts" "$OUT/candidate.log" 2>/dev/null | tail -n 1 || true)
   echo "quickstart: baseline ${b:-starting...} | candidate ${c:-starting...}" >&2
 done
 base_rc=0; cand_rc=0

@@ -101,3 +101,56 @@ def test_local_model_cli_rejects_reserved_server_option(tmp_path):
     )
     assert res.returncode == 2 and "set by rolleval's launcher" in res.stderr
     assert not (tmp_path / "r").exists()
+
+
+def _children(pid):
+    out = subprocess.run(["ps", "-o", "pid=", "--ppid", str(pid)], capture_output=True, text=True)
+    return [int(x) for x in out.stdout.split()]
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as fh:  # a zombie is dead too
+        return fh.read().split()[2] != "Z"
+
+
+def test_embedded_server_dies_with_rolleval_even_on_sigkill(tmp_path):
+    import signal
+    import time
+
+    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "rolleval",
+            "run",
+            "--model",
+            "local",
+            "--task",
+            "copycolors",
+            "-n",
+            "2",
+            "--out",
+            str(tmp_path / "r"),
+            "--no-progress",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    rollouts = tmp_path / "r" / "tasks" / "copycolors" / "rollouts.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (rollouts.exists() and rollouts.stat().st_size > 0):
+        time.sleep(0.1)
+    servers = _children(child.pid)
+    assert servers, "the embedded server should be a child of rolleval"
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(_alive(p) for p in servers):
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in servers)

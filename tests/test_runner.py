@@ -311,7 +311,8 @@ def test_cli_run_prints_report_and_exit_codes(tmp_path, data_file):
     assert not (tmp_path / "r3").exists()
 
 
-def test_ctrl_c_leaves_a_resumable_run_and_exits_130(tmp_path, data_file):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_leaves_a_resumable_run_and_exits_130(tmp_path, data_file, sig):
     def slow(request):
         time.sleep(0.05)
         return math_responder(request)
@@ -337,7 +338,7 @@ def test_ctrl_c_leaves_a_resumable_run_and_exits_130(tmp_path, data_file):
         )
         rollouts = out / "tasks" / "sums" / "rollouts.jsonl"
         _wait_for_lines(rollouts, 6)
-        child.send_signal(signal.SIGINT)
+        child.send_signal(sig)
         _, err = child.communicate(timeout=60)
         assert child.returncode == 130, err
         assert "interrupted" in err and "Traceback" not in err

@@ -169,7 +169,11 @@ class LocalServer:
         else:
             self._log_fh = open(self._log_path, "ab")  # noqa: SIM115 - closed in stop()
         self._proc = subprocess.Popen(
-            cmd, stdout=self._log_fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL
+            cmd,
+            stdout=self._log_fh,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
         )
         deadline = time.monotonic() + self.options.startup_timeout_s
         while time.monotonic() < deadline:
@@ -219,6 +223,15 @@ class LocalServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Linux: have the kernel send SIGTERM to the server when rolleval dies, even by SIGKILL."""
+    import ctypes
+    import signal
+
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def _dist_version(name: str) -> str | None:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
+from typing import Any
 
 import click
 
@@ -20,6 +23,15 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point: run the CLI, turning rolleval errors into one-line messages and exit codes."""
     _load_commands()
     args = list(sys.argv[1:] if argv is None else argv)
+    previous = _terminate_like_interrupt()
+    try:
+        return _main(args)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _main(args: list[str]) -> int:
     debug = "--debug" in args
     try:
         rv = cli.main(args=args, prog_name="rolleval", standalone_mode=False)
@@ -55,6 +67,18 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EXIT_INTERNAL
     return int(rv or 0)
+
+
+def _terminate_like_interrupt() -> Any:
+    """SIGTERM (``kill``, a CI timeout) cleans up like Ctrl-C: records flushed, the run marked
+    interrupted and resumable, the embedded server stopped."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, handler)
 
 
 def _entry() -> None:  # pragma: no cover - console script shim
