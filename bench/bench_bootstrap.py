@@ -71,25 +71,53 @@ def human_bytes(n: float) -> str:
 
 
 def bench_lm_eval(scores: np.ndarray, n_resamples: int) -> None:
-    """Placeholder for the lead: lm-evaluation-harness's bootstrap_stderr on the same scores.
+    """lm-evaluation-harness's bootstrap_stderr on the same scores, at the same B.
 
-    lm-eval resamples in a process pool with Python's ``random`` (per-chunk seeds), so its
-    standard error can only agree within Monte Carlo error, and tracemalloc would see the
-    main process only.
+    lm-eval runs in its own venv (``bash bench/peers/setup.sh``), as a subprocess driver
+    (``bench/peers/lm_eval_bootstrap.py``) that times the ``bootstrap_stderr`` call alone with
+    its default multiprocessing pool. It computes a standard error (no interval) with
+    Python's ``random`` per chunk, so only the times for the same B are compared and its SE
+    agrees with ours within Monte Carlo error; tracemalloc could not see its pool workers, so
+    memory is not compared.
     """
-    try:
-        from lm_eval.api.metrics import bootstrap_stderr
-    except ImportError:
-        print("lm-eval: skipped (lm-eval not installed)")
+    import os
+    import tempfile
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from peers import SETUP_HINT, run_driver, venv_python
+
+    if venv_python() is None:
+        print(f"lm-eval: skipped (no peer venv; run: {SETUP_HINT})")
         return
-    xs = scores.tolist()
-    start = time.perf_counter()
-    stderr = bootstrap_stderr(np.mean, xs, iters=n_resamples)
-    seconds = time.perf_counter() - start
-    ours = bootstrap_ci(scores, n_resamples=n_resamples, rng=0).standard_error
+    repeat = 2
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "scores.npy")
+        np.save(path, scores)
+        try:
+            peer = run_driver(
+                "lm_eval_bootstrap.py", path, "--iters", str(n_resamples), "--repeat", str(repeat)
+            )
+        except RuntimeError as exc:
+            print(f"lm-eval: FAILED: {exc}")
+            return
+    theirs = min(peer["seconds"])
+    ours = best_times({"rolleval": lambda: bootstrap_ci(scores, n_resamples=n_resamples)}, 5)
+    ours_s = ours["rolleval"]
+    se = bootstrap_ci(scores, n_resamples=n_resamples, rng=0).standard_error
+    ratio = theirs / ours_s
     print(
-        f"lm-eval bootstrap_stderr: {seconds:.2f} s (one run; memory not comparable, it "
-        f"works in a process pool); stderr {stderr:.6f} vs rolleval {ours:.6f}"
+        f"lm-eval {peer['lm_eval']} bootstrap_stderr({peer['statistic']}) on {peer['n']:,} "
+        f"scores, B = {peer['iters']:,}, pool of {peer['workers']} processes: "
+        f"{', '.join(f'{s:.2f}' for s in peer['seconds'])} s (best of {repeat}); "
+        f"its SE {peer['stderr']:.6f} vs rolleval {se:.6f} ({abs(peer['stderr'] / se - 1):.1%} "
+        f"apart; the Monte Carlo error of each is about 1/sqrt(2B) = {(2 * n_resamples) ** -0.5:.1%})"
+    )
+    print(
+        f"bootstrap: rolleval {ours_s:.3f} s vs lm-eval bootstrap_stderr {theirs:.2f} s -> "
+        f"{ratio:.1f}x faster (target >= 10x) {'met' if ratio >= 10 else 'MISSED'} "
+        "[same B; lm-eval computes a standard error only, rolleval a percentile interval "
+        "and its SE]"
     )
 
 
