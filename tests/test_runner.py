@@ -226,22 +226,36 @@ def test_resume_rerequests_only_failed_rollouts(tmp_path, data_file):
 
 
 def test_every_rollout_failing_is_a_run_error(tmp_path, data_file):
+    # 12 rollouts: fewer than the circuit breaker's streak, so the run ends and says why
     with (
         OpenAIServer(faults=lambda r: Fault.http_status(500)) as srv,
-        pytest.raises(RunError, match=r"every one of the 48 rollouts failed .*HTTP 500"),
+        pytest.raises(RunError, match=r"every one of the 12 rollouts failed .*HTTP 500"),
     ):
-        run_eval(_config(data_file, srv, max_retries=0), tmp_path / "run", progress=False)
+        run_eval(_config(data_file, srv, max_retries=0, n=1), tmp_path / "run", progress=False)
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["status"] == "failed"
 
 
-def test_unreachable_server_is_a_run_error(tmp_path, data_file):
+def test_dead_endpoint_trips_the_breaker_and_the_run_stays_resumable(tmp_path, data_file):
     with OpenAIServer() as srv:
         url = srv.base_url
-    cfg = _config(data_file, srv, max_retries=0)
-    cfg = cfg.model_copy(update={"endpoints": [url]})
-    with pytest.raises(RunError, match="every one of the 48 rollouts failed"):
+    cfg = _config(data_file, srv, max_retries=0, concurrency=2).model_copy(
+        update={"endpoints": [url]}
+    )
+    with pytest.raises(
+        RunError, match=r"stopped after 2[4-9] consecutive rollouts failed .*rerun with --resume"
+    ):
         run_eval(cfg, tmp_path / "run", progress=False)
+    rollouts = (tmp_path / "run" / "tasks" / "sums" / "rollouts.jsonl").read_bytes().splitlines()
+    assert 24 <= len(rollouts) < N_PROBLEMS * 4  # stopped early, nothing lost
+    assert json.loads((tmp_path / "run" / "manifest.json").read_text())["status"] == "interrupted"
+    with OpenAIServer(responder=math_responder) as live:
+        cfg = _config(data_file, live)
+        out = run_eval(cfg, tmp_path / "run", resume=True, progress=False)
+        assert live.completion_requests == N_PROBLEMS * 4  # every failed or missing rollout
+    assert out.report["tasks"]["sums"]["metrics"]["pass@1"]["value"] == pytest.approx(
+        _expected_pass1(), abs=1e-12
+    )
 
 
 _CHILD = r"""

@@ -226,7 +226,11 @@ class LocalServer:
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Linux: have the kernel send SIGTERM to the server when rolleval dies, even by SIGKILL."""
+    """Linux: have the kernel send SIGTERM to the server when rolleval dies, even by SIGKILL.
+
+    The kernel ties this to the *thread* that started the server: start it from the thread
+    that runs the evaluation (``run_eval`` does), not from a short-lived helper thread.
+    """
     import ctypes
     import signal
 

@@ -54,6 +54,9 @@ from .store import (
 __all__ = ["RunOutcome", "derive_seed", "run_eval"]
 
 _RETRY_STATUSES = ("infra_error", "timeout")
+#: A run stops (resumably) after this many consecutive failed rollouts, or twice the
+#: concurrency if larger: each one already spent its own retries, so the endpoint is down.
+_BREAKER_MIN = 24
 
 
 def derive_seed(run_seed: int, problem_id: str, index: int) -> int:
@@ -534,7 +537,15 @@ async def _run_async(
             remaining.append(counts)
         grading: list[asyncio.Future[Any]] = []
         segment = {"started_at": _now(), "requested": total}
-        stats = {"completed": 0, "failed": 0, "last_error": None}
+        stats: dict[str, Any] = {
+            "completed": 0,
+            "failed": 0,
+            "last_error": None,
+            "streak": 0,
+            "tripped": False,
+        }
+        # consecutive failed rollouts (each after its own retries) that stop a run
+        breaker = max(_BREAKER_MIN, 2 * endpoint.concurrency)
         seg_start = time.monotonic()
 
         def grade(ti: int, pid: str) -> None:
@@ -589,6 +600,15 @@ async def _run_async(
             stats["completed" if not failed else "failed"] += 1
             if failed:
                 stats["last_error"] = comp.error
+                stats["streak"] += 1
+                if stats["streak"] >= breaker and not queue.empty():
+                    # Every recent rollout failed after its retries: the endpoint is down.
+                    # Stop instead of retrying thousands of rollouts against it.
+                    stats["tripped"] = True
+                    while not queue.empty():
+                        queue.get_nowait()
+            else:
+                stats["streak"] = 0
             bar.update(error=failed)
             states[ti][pid][j] = record.model_dump(exclude_none=True)
             remaining[ti][pid] -= 1
@@ -644,10 +664,18 @@ async def _run_async(
     # ---- 4. profile, report, final status ----
     for t in tasks:
         atomic_write_json(t.files.profile, _profile(t.files, run.manifest["segments"]))
+    where = ", ".join(endpoint.base_urls)
+    if stats["tripped"]:
+        run.manifest["status"] = "interrupted"
+        run.write_manifest()
+        raise RunError(
+            f"{out}: stopped after {stats['streak']} consecutive rollouts failed with no success "
+            f"(last error: {stats['last_error']}); check that the server at {where} is up and serves "
+            f"model {endpoint.model!r}, then rerun with --resume (completed rollouts are kept)"
+        )
     if total > 0 and stats["completed"] == 0:
         run.manifest["status"] = "failed"
         run.write_manifest()
-        where = ", ".join(endpoint.base_urls)
         raise RunError(
             f"{out}: every one of the {total} rollouts failed (last error: {stats['last_error']}); "
             f"check that the server at {where} is up and serves model {endpoint.model!r}, then rerun with --resume"
