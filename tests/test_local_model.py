@@ -16,6 +16,7 @@ import pytest
 from rolleval import build_config, run_eval
 
 pytestmark = pytest.mark.local_model
+ROLLEVAL_RUN_LOCAL = [sys.executable, "-m", "rolleval", "run", "--model", "local", "--task"]
 
 
 def test_local_model_run_and_server_options_in_provenance(tmp_path):
@@ -81,13 +82,7 @@ def test_local_model_cli_rejects_reserved_server_option(tmp_path):
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     res = subprocess.run(
         [
-            sys.executable,
-            "-m",
-            "rolleval",
-            "run",
-            "--model",
-            "local",
-            "--task",
+            *ROLLEVAL_RUN_LOCAL,
             "copycolors",
             "--server-option",
             "port=1",
@@ -124,13 +119,7 @@ def test_embedded_server_dies_with_rolleval_even_on_sigkill(tmp_path):
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     child = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "rolleval",
-            "run",
-            "--model",
-            "local",
-            "--task",
+            *ROLLEVAL_RUN_LOCAL,
             "copycolors",
             "-n",
             "2",
