@@ -56,6 +56,6 @@ __all__ = [
 ]
 
 for _name in __all__:
-    if hasattr(globals()[_name], "__module__") and not isinstance(globals()[_name], (dict, str)):
+    if callable(globals()[_name]):  # classes and functions; the constants are plain dicts
         globals()[_name].__module__ = __name__
 del _name

@@ -117,6 +117,20 @@ def _fmt_effect(comp: Any) -> str:
     )
 
 
+def _candidate_level(frame: Any, metric: str) -> float | None:
+    """A health metric over the whole task: the infra error rate weighted by requested
+    rollouts (errors / requested), any other metric as the mean over problems where it is
+    defined; None when it is defined nowhere."""
+    vals = frame.value(metric)
+    ok = ~np.isnan(vals)
+    if not ok.any():
+        return None
+    if metric == "infra_error_rate":
+        weights = frame.requested[ok].astype(float)
+        return float((vals[ok] * weights).sum() / weights.sum()) if weights.sum() > 0 else None
+    return float(vals[ok].mean())
+
+
 def gate_run(
     run: str | os.PathLike[str],
     baseline: str | os.PathLike[str],
@@ -170,17 +184,7 @@ def gate_run(
         for metric, spec in (policy.get("health") or {}).items():
             if "max" not in spec:
                 continue
-            vals = fc[t].value(metric)
-            if metric.endswith("_rate") and metric != "unextracted_rate":
-                # rollout-weighted rate over the whole run
-                den = fc[t].requested.astype(float) if metric == "infra_error_rate" else None
-                value = (
-                    float(np.nansum(vals * den) / den.sum())
-                    if den is not None and den.sum() > 0
-                    else (float(np.nanmean(vals)) if np.isfinite(vals).any() else None)
-                )
-            else:
-                value = float(np.nanmean(vals)) if np.isfinite(vals).any() else None
+            value = _candidate_level(fc[t], metric)
             broken = value is not None and value > float(spec["max"])
             limits_broken |= broken
             checks.append(
@@ -201,9 +205,7 @@ def gate_run(
                 "task": t,
                 "check": f"{metric} paired compare (tau={comp.to_dict()['threshold']})",
                 "value": _fmt_effect(comp),
-                "verdict": decision.verdicts[key]
-                if hasattr(decision, "verdicts")
-                else comp.verdict,
+                "verdict": decision.verdicts[key],
                 "adjusted_pvalue": decision.adjusted_pvalues.get(key),
             }
         )
