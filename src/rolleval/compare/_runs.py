@@ -8,34 +8,55 @@ overall verdict applies Holm across tasks (:func:`gate_decision`).
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
-from ..errors import EXIT_OK, UsageError
+from ..errors import EXIT_INCONCLUSIVE, EXIT_NEGATIVE, EXIT_OK, RunError, UsageError
+from ..metrics import parse_metric_name, suite_metrics
+from ..report import pooled_rate
 from ._align import Alignment, align_frames
-from ._frame import HEALTH_METRICS, ProblemFrame, load_frames, metric_direction
+from ._frame import (
+    HEALTH_METRICS,
+    ProblemFrame,
+    canonical_metric,
+    load_frames,
+    metric_direction,
+    resolve_tasks,
+)
 from ._movers import problem_movers
-from ._paired import PairedInput, paired_compare
-from ._verdict import gate_decision
+from ._paired import Comparison, PairedInput, paired_compare
+from ._verdict import Verdict, gate_decision
 
-__all__ = ["CompareResult", "TaskComparison", "compare_frames", "compare_runs", "default_threshold"]
+__all__ = [
+    "CompareResult",
+    "TaskComparison",
+    "check_complete",
+    "compare_frames",
+    "compare_runs",
+    "decide_overall",
+    "default_threshold",
+]
 
-_RATE_METRICS_PREFIX = ("pass@", "pass^", "G-Pass@", "mG-Pass@", "maj@", "consecutive-pass^")
+#: Share of the matched problems above which dropped problems make a warning.
+DROP_WARNING_SHARE = 0.10
+_SHOW = 5
+# families whose per-problem value is a function of (n, c): the worst-case bound refills them
+_COUNT_FAMILIES = ("pass_at_k", "pass_hat_k", "g_pass_at_k", "mg_pass_at_k")
 
 
 def default_threshold(metric: str) -> float:
     """0.02 for metrics on a 0-1 scale; other metrics need an explicit threshold."""
-    if metric.startswith(_RATE_METRICS_PREFIX) or metric in (
-        "self_consistency",
-        *[m for m in HEALTH_METRICS if m.endswith("_rate")],
-    ):
-        return 0.02
-    raise UsageError(
-        f"metric {metric!r} is not a rate on a 0-1 scale: pass --threshold in its own units"
-    )
+    metric = canonical_metric(metric)
+    if metric == "output_tokens":
+        raise UsageError(
+            f"metric {metric!r} is not a rate on a 0-1 scale: pass --threshold in its own units"
+        )
+    return 0.02
 
 
 @dataclass
@@ -48,6 +69,10 @@ class TaskComparison:
     health: dict[str, dict[str, Any]]
     self_consistency: dict[str, Any] | None
     movers: list[dict[str, Any]]
+    problems: dict[str, Any] = field(default_factory=dict)
+    unjudged: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    forced_inconclusive: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -56,6 +81,9 @@ class TaskComparison:
             **self.comparison.to_dict(),
             "better": "higher" if metric_direction(self.metric) > 0 else "lower",
             "alignment": self.alignment.to_dict(),
+            "problems": self.problems,
+            "unjudged": self.unjudged,
+            "warnings": self.warnings,
             "sides": self.sides,
             "health": self.health,
             "self_consistency": self.self_consistency,
@@ -72,7 +100,10 @@ class CompareResult:
     verdict: str
     exit_code: int
     adjusted_pvalues: dict[str, float | None] = field(default_factory=dict)
+    adjusted_verdicts: dict[str, str] = field(default_factory=dict)
     skipped_tasks: dict[str, str] = field(default_factory=dict)
+    reasons: list[str] = field(default_factory=list)
+    incomplete: list[dict[str, Any]] = field(default_factory=list)
     observe: bool = False
 
     def to_dict(self) -> dict[str, Any]:
@@ -85,29 +116,219 @@ class CompareResult:
             "exit_code": self.exit_code,
             "observe": self.observe,
             "multiplicity": "Holm across tasks",
+            "timeouts": "counted as failures in every metric (estimand: passes within the time budget), unless a task sets timeout_policy: excluded",
             "adjusted_pvalues": self.adjusted_pvalues,
+            "adjusted_verdicts": self.adjusted_verdicts,
             "skipped_tasks": self.skipped_tasks,
+            "reasons": self.reasons,
+            "incomplete": self.incomplete,
             "tasks": [t.to_dict() for t in self.tasks],
         }
 
 
 def _side_counts(fr: ProblemFrame, pos: np.ndarray) -> dict[str, Any]:
+    assert fr.gradable is not None and fr.missing is not None
     return {
         "source": fr.source,
         "kind": fr.kind,
         "run_id": fr.run_id,
         "model": fr.model,
+        "run_status": fr.run_status,
         "problems": len(fr.ids),
         "matched_problems": len(pos),
-        "gradable_rollouts": int(fr.n[pos].sum()),
+        "gradable_rollouts": int(fr.gradable[pos].sum()),
         "requested_rollouts": int(fr.requested[pos].sum()),
         "correct_rollouts": int(fr.c[pos].sum()),
+        "missing_rollouts": int(fr.missing[pos].sum()),
+        "denominator_policy": fr.settings.get("denominator_policy"),
+        "timeout_policy": fr.settings.get("timeout_policy"),
     }
 
 
-def _mean(a: np.ndarray) -> float | None:
-    a = a[~np.isnan(a)]
-    return float(a.mean()) if len(a) else None
+def check_complete(
+    frames: Mapping[str, ProblemFrame], source: object, side: str
+) -> list[dict[str, Any]]:
+    """The incomplete tasks of one side: ``[{side, task, run_status, missing, requested}]``."""
+    out = []
+    for name, fr in frames.items():
+        if not fr.complete:
+            out.append(
+                {
+                    "side": side,
+                    "source": str(source),
+                    "task": name,
+                    "run_status": fr.run_status,
+                    "missing_rollouts": fr.n_missing,
+                    "requested_rollouts": int(fr.requested.sum()),
+                }
+            )
+    return out
+
+
+def refuse_incomplete(incomplete: list[dict[str, Any]]) -> None:
+    """Raise ``RunError`` (exit 4) naming the first incomplete run."""
+    if not incomplete:
+        return
+    first = incomplete[0]
+    raise RunError(
+        f"{first['source']}: run incomplete: resume it (`rolleval run ... --resume`) before asking "
+        f"for a verdict, or pass --allow-incomplete (the {first['side']}'s status is "
+        f"{first['run_status']!r}; task {first['task']!r} has {first['missing_rollouts']} of "
+        f"{first['requested_rollouts']} requested rollouts without a judgement)"
+    )
+
+
+def _health_values(fr: ProblemFrame, pos: np.ndarray, name: str) -> np.ndarray:
+    """Per-problem values of a pooled health rate over the problems ``pos`` whose mean is
+    exactly the pooled rate ``R = sum(num) / sum(den)``: the ratio estimator linearised
+    (delta method), ``z_i = num_i / m + R (1 - den_i / m)`` with ``m = mean(den)``."""
+    num, den = (a[pos].astype(np.float64) for a in fr.health[name])
+    rate = pooled_rate(num, den)
+    if rate is None:
+        return np.full(len(pos), np.nan)
+    m = float(den.mean())
+    return num / m + rate * (1.0 - den / m)
+
+
+def _metric_values(fr: ProblemFrame, pos: np.ndarray, metric: str) -> np.ndarray:
+    if metric in HEALTH_METRICS:
+        if metric not in fr.health:
+            raise UsageError(f"{fr.source}: task {fr.task!r} has no health counts for {metric!r}")
+        return _health_values(fr, pos, metric)
+    return fr.value(metric)[pos]
+
+
+def _drop_accounting(
+    al: Alignment,
+    vb: np.ndarray,
+    vc: np.ndarray,
+    metric: str,
+    baseline: ProblemFrame,
+    candidate: ProblemFrame,
+) -> tuple[dict[str, Any], list[str]]:
+    """Problems compared and dropped by reason, and the >10% warning with drop-outs per side."""
+    nan_b, nan_c = np.isnan(vb), np.isnan(vc)
+    ids = np.array(al.ids, dtype=object)
+    reasons = {
+        "not_eligible_on_baseline": nan_b & ~nan_c,
+        "not_eligible_on_candidate": nan_c & ~nan_b,
+        "not_eligible_on_both": nan_b & nan_c,
+    }
+    dropped: dict[str, dict[str, Any]] = {
+        k: {"count": len(v), "ids": v} for k, v in al.excluded.items()
+    }
+    for k, mask in reasons.items():
+        if mask.any():
+            dropped[k] = {"count": int(mask.sum()), "ids": ids[mask].tolist()}
+    compared = int((~nan_b & ~nan_c).sum())
+    n_dropped = sum(d["count"] for d in dropped.values())
+    total = compared + n_dropped
+    per_side = {
+        "baseline": int(nan_b.sum()) + len(al.excluded.get("only_in_baseline", [])),
+        "candidate": int(nan_c.sum()) + len(al.excluded.get("only_in_candidate", [])),
+    }
+    block = {
+        "baseline": len(baseline.ids),
+        "candidate": len(candidate.ids),
+        "matched": len(al.ids),
+        "compared": compared,
+        "dropped": dropped,
+        "dropped_total": n_dropped,
+        "dropouts_per_side": per_side,
+        "eligibility": f"a problem is compared when {metric} has a value on both sides",
+    }
+    warnings: list[str] = []
+    if total and n_dropped > DROP_WARNING_SHARE * total:
+        warnings.append(
+            f"{n_dropped} of {total} problems ({n_dropped / total:.0%}) dropped "
+            f"({per_side['baseline']} drop-outs on the baseline, {per_side['candidate']} on the "
+            "candidate): the compared problems are a selection, not the benchmark"
+        )
+    return block, warnings
+
+
+def _refill(fr: ProblemFrame, pos: np.ndarray, metric: str, correct: bool) -> np.ndarray:
+    """Per-problem ``metric`` with every unjudged rollout filled in as correct (or wrong)."""
+    assert fr.unjudged is not None
+    _family, params = parse_metric_name(metric)
+    k = int(params["k"])
+    req = fr.requested[pos].astype(np.int64)
+    c = fr.c[pos].astype(np.int64) + (fr.unjudged[pos].astype(np.int64) if correct else 0)
+    taus = [float(params["tau"])] if "tau" in params else []
+    res = suite_metrics(req, np.minimum(c, req), ks=[k] if k > 1 else [], taus=taus)
+    return res.per_problem[metric]
+
+
+def _unjudged_bound(
+    baseline: ProblemFrame,
+    candidate: ProblemFrame,
+    al: Alignment,
+    metric: str,
+    comp: Comparison,
+    kwargs: dict[str, Any],
+) -> tuple[dict[str, Any], str | None]:
+    """The worst-case check for unjudged rollouts (infra errors, grader errors, missing).
+
+    When the unjudged shares of the two sides differ by more than the threshold, the verdict
+    must survive the worst case of the missing rollouts: all correct on one side and all
+    wrong on the other (against the candidate for a passing verdict, for it for a
+    regression). Returns the panel and, when the verdict does not survive, the reason."""
+    assert baseline.unjudged is not None and candidate.unjudged is not None
+    pb, pc = al.pos_baseline, al.pos_candidate
+    share = {
+        side: (float(fr.unjudged[pos].sum()) / float(fr.requested[pos].sum()))
+        if fr.requested[pos].sum() > 0
+        else 0.0
+        for side, fr, pos in (("baseline", baseline, pb), ("candidate", candidate, pc))
+    }
+    gap = abs(share["candidate"] - share["baseline"])
+    tau = comp.threshold
+    panel: dict[str, Any] = {
+        "baseline_share": share["baseline"],
+        "candidate_share": share["candidate"],
+        "difference": gap,
+        "threshold": tau,
+        "bound_checked": False,
+        "meaning": "requested rollouts with no score: infra errors, grader errors, missing "
+        "(timeouts are scored as failures unless timeout_policy is excluded)",
+    }
+    if gap <= tau or comp.exit_code == EXIT_INCONCLUSIVE:
+        return panel, None
+    panel["bound_checked"] = True
+    lead = (
+        f"unjudged rollouts differ between the sides by {gap:.1%} (baseline {share['baseline']:.1%}, "
+        f"candidate {share['candidate']:.1%}), more than the threshold {tau:g}"
+    )
+    family = None if metric in HEALTH_METRICS else parse_metric_name(metric)[0]
+    if family not in _COUNT_FAMILIES or baseline.settings.get("score_key", "correct") != "correct":
+        panel["worst_case"] = None
+        return panel, f"{lead}, and no worst-case bound exists for {metric}: inconclusive"
+    against = comp.verdict != Verdict.REGRESSION  # a passing verdict must survive the worst case
+    worst = paired_compare(
+        PairedInput(
+            baseline=_refill(baseline, pb, metric, correct=against),
+            candidate=_refill(candidate, pc, metric, correct=not against),
+        ),
+        threshold=tau,
+        **kwargs,
+    )
+    panel["worst_case"] = {
+        "fill": "baseline's unjudged correct, candidate's wrong"
+        if against
+        else "candidate's unjudged correct, baseline's wrong",
+        "verdict": worst.verdict.value,
+        "effect": worst.effect,
+        "ci_low": worst.ci_low,
+        "ci_high": worst.ci_high,
+    }
+    no_change = {Verdict.EQUIVALENT_WITHIN_THRESHOLD, Verdict.SIGNIFICANT_BELOW_THRESHOLD}
+    if worst.verdict == comp.verdict or {worst.verdict, comp.verdict} <= no_change:
+        return panel, None
+    return panel, (
+        f"{lead}; in the worst case for the unjudged rollouts ({panel['worst_case']['fill']}) "
+        f"the verdict would be {worst.verdict.label} (effect {worst.effect:+.4f}), so "
+        f"{comp.verdict.label} is not established: inconclusive"
+    )
 
 
 def compare_frames(
@@ -125,14 +346,15 @@ def compare_frames(
     top: int = 10,
 ) -> TaskComparison:
     """Compare one task of two runs on one metric (see :func:`compare_runs`)."""
+    metric = canonical_metric(metric)
     al = align_frames(
         baseline, candidate, unmatched=unmatched, require_provenance=require_provenance
     )
     tau = default_threshold(metric) if threshold is None else threshold
     direction = metric_direction(metric)
     pb, pc = al.pos_baseline, al.pos_candidate
-    vb = baseline.value(metric)[pb]
-    vc = candidate.value(metric)[pc]
+    vb = _metric_values(baseline, pb, metric)
+    vc = _metric_values(candidate, pc, metric)
     binomial = metric == "pass@1" and baseline.settings.get("score_key", "correct") == "correct"
     inp = PairedInput(
         baseline=vb,
@@ -143,17 +365,31 @@ def compare_frames(
         c_candidate=candidate.c[pc] if binomial else None,
         n_candidate=candidate.n[pc] if binomial else None,
     )
-    comp = paired_compare(
-        inp, threshold=tau, alpha=alpha, n_resamples=n_resamples, rng=seed, power=power
-    )
+    kwargs: dict[str, Any] = {
+        "alpha": alpha,
+        "n_resamples": n_resamples,
+        "rng": seed,
+        "power": power,
+    }
+    comp = paired_compare(inp, threshold=tau, **kwargs)
+    problems, warnings = _drop_accounting(al, vb, vc, metric, baseline, candidate)
+    unjudged, why = _unjudged_bound(baseline, candidate, al, metric, comp, kwargs)
+    if why is not None:
+        comp = dataclasses.replace(
+            comp, verdict=Verdict.INCONCLUSIVE, exit_code=Verdict.INCONCLUSIVE.exit_code, reason=why
+        )
     health = {}
     for name in HEALTH_METRICS:
-        hb, hc = _mean(baseline.value(name)[pb]), _mean(candidate.value(name)[pc])
+        if name not in baseline.health or name not in candidate.health:
+            continue
+        hb = pooled_rate(*(a[pb] for a in baseline.health[name]))
+        hc = pooled_rate(*(a[pc] for a in candidate.health[name]))
         health[name] = {
             "baseline": hb,
             "candidate": hc,
             "delta": None if hb is None or hc is None else hc - hb,
             "direction": "lower is better",
+            "definition": HEALTH_METRICS[name],
         }
     sc = None
     if metric != "self_consistency" and "self_consistency" in baseline.values:
@@ -162,10 +398,7 @@ def compare_frames(
                 baseline.value("self_consistency")[pb], candidate.value("self_consistency")[pc]
             ),
             threshold=0.02,
-            alpha=alpha,
-            n_resamples=n_resamples,
-            rng=seed,
-            power=power,
+            **kwargs,
         )
         sc = {k: sc_comp.to_dict()[k] for k in ("verdict", "effect", "ci_low", "ci_high", "pvalue")}
         sc["note"] = (
@@ -189,7 +422,70 @@ def compare_frames(
         health=health,
         self_consistency=sc,
         movers=movers,
+        problems=problems,
+        unjudged=unjudged,
+        warnings=warnings,
+        forced_inconclusive=why is not None,
     )
+
+
+@dataclass(frozen=True)
+class Overall:
+    """The overall decision over several comparisons (see :func:`decide_overall`)."""
+
+    verdict: Literal["regression", "inconclusive", "pass"]
+    exit_code: int
+    verdicts: dict[str, Verdict]
+    adjusted_pvalues: dict[str, float | None]
+    notes: list[str]
+
+
+def decide_overall(
+    comparisons: Mapping[str, Comparison],
+    *,
+    alpha: float,
+    forced: set[str] | frozenset[str] = frozenset(),
+) -> Overall:
+    """Holm across ``comparisons`` (:func:`gate_decision`), then two rules on top:
+
+    * a comparison in ``forced`` (its verdict did not survive a worst-case bound) stays
+      inconclusive;
+    * an improvement (or a significant change below the threshold) whose own interval lies
+      above 0 keeps its verdict when Holm removes its significance. Holm guards the blocking
+      decision, "worse", and an interval that excludes every drop can never block; only the
+      label of a non-blocking change would move, and "inconclusive" would claim that a drop
+      is possible where the interval excludes it. Such labels are per comparison, not
+      multiplicity-adjusted, and say so in ``notes``.
+    """
+    gate = gate_decision(comparisons, alpha=alpha)
+    verdicts: dict[str, Verdict] = {}
+    notes: list[str] = []
+    for key, gm in gate.metrics.items():
+        comp = comparisons[key]
+        v = gm.verdict
+        if key in forced:
+            v = Verdict.INCONCLUSIVE
+        elif (
+            v == Verdict.INCONCLUSIVE
+            and comp.verdict in (Verdict.IMPROVEMENT, Verdict.SIGNIFICANT_BELOW_THRESHOLD)
+            and comp.ci_low is not None
+            and comp.ci_low > 0
+        ):
+            v = comp.verdict
+            notes.append(
+                f"{key}: {v.label} kept although Holm removes its significance: its interval "
+                f"[{comp.ci_low:+.4f}, {comp.ci_high:+.4f}] excludes every drop, so it cannot block "
+                "(the label is not multiplicity-adjusted)"
+            )
+        verdicts[key] = v
+    values = set(verdicts.values())
+    if Verdict.REGRESSION in values:
+        return Overall("regression", EXIT_NEGATIVE, verdicts, dict(gate.adjusted_pvalues), notes)
+    if values & {Verdict.INCONCLUSIVE, Verdict.INSUFFICIENT_EVIDENCE}:
+        return Overall(
+            "inconclusive", EXIT_INCONCLUSIVE, verdicts, dict(gate.adjusted_pvalues), notes
+        )
+    return Overall("pass", EXIT_OK, verdicts, dict(gate.adjusted_pvalues), notes)
 
 
 def compare_runs(
@@ -206,29 +502,51 @@ def compare_runs(
     unmatched: Literal["error", "exclude"] = "error",
     require_provenance: bool = False,
     observe: bool = False,
+    allow_incomplete: bool = False,
 ) -> CompareResult:
     """Compare a candidate run with a baseline (run directory or baseline file), task by task.
 
     Exit code of the result: 1 when any task shows an established regression (Holm across
-    tasks), 3 when any task is inconclusive or lacks evidence, 0 otherwise; with
-    ``observe`` always 0 (input errors still raise).
+    tasks), 3 when any task is inconclusive or lacks evidence, or a baseline task has no
+    counterpart in the candidate (unless ``tasks`` names the tasks to compare), 0
+    otherwise; with ``observe`` always 0. Input errors raise ``UsageError`` (exit 2), also
+    under ``observe`` when nothing could be compared; an incomplete run raises ``RunError``
+    (exit 4) unless ``allow_incomplete``, and then the result carries its missing counts.
     """
+    metric = canonical_metric(metric)
     fa = load_frames(baseline)
     fb = load_frames(candidate)
-    names = tasks or sorted(fa.keys() & fb.keys(), key=lambda t: list(fa).index(t))
+    names = resolve_tasks(fa, fb, tasks, sources=(baseline, candidate))
+    incomplete = [
+        *check_complete({t: fa[t] for t in names}, baseline, "baseline"),
+        *check_complete({t: fb[t] for t in names}, candidate, "candidate"),
+    ]
+    if not allow_incomplete:
+        refuse_incomplete(incomplete)
     skipped: dict[str, str] = {}
-    for t in sorted(fa.keys() ^ fb.keys()):
-        if tasks is None:
-            skipped[t] = "only in the baseline" if t in fa else "only in the candidate"
-    for t in names:
-        if t not in fa or t not in fb:
-            where = "baseline" if t not in fa else "candidate"
-            raise UsageError(
-                f"task {t!r} is not in the {where} ({baseline if where == 'baseline' else candidate})"
+    reasons: list[str] = []
+    if not tasks:
+        for t in fa:
+            if t not in fb:
+                skipped[t] = "only in the baseline: not evaluated"
+        for t in fb:
+            if t not in fa:
+                skipped[t] = "only in the candidate: no baseline to compare with"
+        missing = [t for t in fa if t not in fb]
+        if missing:
+            reasons.append(
+                f"baseline task(s) {', '.join(missing)} have no counterpart in the candidate: not "
+                "evaluated (name the tasks to compare with --task)"
             )
     if not names:
         raise UsageError(
             f"the runs share no task (baseline: {', '.join(fa) or 'none'}; candidate: {', '.join(fb) or 'none'})"
+        )
+    for item in incomplete:
+        reasons.append(
+            f"the {item['side']} is incomplete (status {item['run_status']!r}, task {item['task']!r}: "
+            f"{item['missing_rollouts']} of {item['requested_rollouts']} rollouts missing); "
+            "compared under --allow-incomplete"
         )
     results = [
         compare_frames(
@@ -245,16 +563,31 @@ def compare_runs(
         )
         for t in names
     ]
-    gate = gate_decision({r.task: r.comparison for r in results}, alpha=alpha)
-    exit_code = EXIT_OK if observe else gate.exit_code
+    if observe and all(r.comparison.n_problems == 0 for r in results):
+        counts = "; ".join(f"{r.task}: {len(r.alignment.ids)} matched" for r in results)
+        raise UsageError(
+            f"nothing could be compared: no problem has a value for {metric} on both sides "
+            f"({counts}); choose another --metric or check the runs"
+        )
+    overall = decide_overall(
+        {r.task: r.comparison for r in results},
+        alpha=alpha,
+        forced={r.task for r in results if r.forced_inconclusive},
+    )
+    verdict, code = overall.verdict, overall.exit_code
+    if code == EXIT_OK and skipped and any(v.endswith("not evaluated") for v in skipped.values()):
+        verdict, code = "inconclusive", EXIT_INCONCLUSIVE
     return CompareResult(
         baseline=str(baseline),
         candidate=str(candidate),
         metric=metric,
         tasks=results,
-        verdict=gate.verdict,
-        exit_code=exit_code,
-        adjusted_pvalues=dict(gate.adjusted_pvalues),
+        verdict=verdict,
+        exit_code=EXIT_OK if observe else code,
+        adjusted_pvalues=overall.adjusted_pvalues,
+        adjusted_verdicts={k: v.value for k, v in overall.verdicts.items()},
         skipped_tasks=skipped,
+        reasons=[*reasons, *overall.notes],
+        incomplete=incomplete,
         observe=observe,
     )
