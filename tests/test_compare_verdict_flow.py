@@ -559,6 +559,7 @@ def test_report_compare_and_gate_print_the_same_health_numbers(tmp_path, capsys)
         assert want is not None and want > 0
     # the paired effect of a health metric is exactly the difference of the pooled rates
     res = compare_runs(other, run, metric="unextracted_rate", n_resamples=500).tasks[0]
+    assert res.unjudged["difference"] > 0.02 and not res.forced_inconclusive  # rates: no bound
     assert -res.comparison.effect == pytest.approx(
         res.health["unextracted_rate"]["candidate"] - res.health["unextracted_rate"]["baseline"],
         abs=1e-12,

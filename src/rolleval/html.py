@@ -52,7 +52,7 @@ rollouts requested {{ t.rollouts.requested }}, gradable {{ t.rollouts.gradable }
 {% else %}<td>N/A</td><td class="l" colspan="2">{{ e.reason }}</td>{% endif %}</tr>
 {% endfor %}</table>
 <table><tr><th class="l">health</th><th>count</th><th>of</th><th>rate</th></tr>
-{% for h in ["n_unextracted", "n_truncated", "n_short", "infra_errors", "grader_errors", "missing"] %}
+{% for h in ["n_unextracted", "n_truncated", "n_short", "infra_errors", "timeouts", "grader_errors", "missing"] %}
 <tr><td class="l">{{ h }}</td><td>{{ t.health[h].count }}</td><td>{{ t.health[h].of }}</td><td>{{ "N/A" if t.health[h].rate is none else "%.1f%%"|format(100 * t.health[h].rate) }}</td></tr>
 {% endfor %}</table>
 {% endfor %}

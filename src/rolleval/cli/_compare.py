@@ -25,6 +25,9 @@ def render_compare(result: dict) -> str:
         lines.append(
             f"task {t['task']}: {t['verdict'].replace('_', ' ').upper()}  (exit {t['exit_code']})"
         )
+        adjusted = result.get("adjusted_verdicts", {}).get(t["task"])
+        if adjusted and adjusted != t["verdict"]:
+            lines.append(f"  after Holm across tasks: {adjusted.replace('_', ' ')}")
         lines.append(
             f"  effect {_fmt(t['effect'])} ({t['better']} is better; negative = candidate worse)  "
             f"{round(100 * t['confidence_level'])}% CI [{_fmt(t['ci_low'])}, {_fmt(t['ci_high'])}]  "

@@ -292,6 +292,12 @@ def _unjudged_bound(
         "meaning": "requested rollouts with no score: infra errors, grader errors, missing "
         "(timeouts are scored as failures unless timeout_policy is excluded)",
     }
+    if metric in HEALTH_METRICS:
+        panel["note"] = (
+            "no worst-case bound for a health rate: each is defined over its own denominator "
+            "(e.g. unextracted among graded rollouts), and infra_error_rate is the unjudged share"
+        )
+        return panel, None
     if gap <= tau or comp.exit_code == EXIT_INCONCLUSIVE:
         return panel, None
     panel["bound_checked"] = True
@@ -299,7 +305,7 @@ def _unjudged_bound(
         f"unjudged rollouts differ between the sides by {gap:.1%} (baseline {share['baseline']:.1%}, "
         f"candidate {share['candidate']:.1%}), more than the threshold {tau:g}"
     )
-    family = None if metric in HEALTH_METRICS else parse_metric_name(metric)[0]
+    family = parse_metric_name(metric)[0]
     if family not in _COUNT_FAMILIES or baseline.settings.get("score_key", "correct") != "correct":
         panel["worst_case"] = None
         return panel, f"{lead}, and no worst-case bound exists for {metric}: inconclusive"
