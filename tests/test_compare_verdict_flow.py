@@ -590,3 +590,53 @@ def test_compare_metric_accepts_exactly_what_reports_print(tmp_path, capsys):
     assert compare_runs(run, run, metric="PASS@2", n_resamples=200).metric == "pass@2"
     code, _o, err = _cli(capsys, "compare", run, run, "--metric", "pass@x")
     assert code == 2 and "valid forms" in err
+
+
+def test_a_timeout_is_a_failure_in_every_metric_family(tmp_path, capsys):
+    # per problem, each family against its scalar estimator with timeouts entered as
+    # failures: pass@k from (n, c) with n counting timeouts, maj@n and self-consistency
+    # with a timeout as a vote for nothing, consecutive windows failed by a timeout
+    from rolleval.metrics import majority_vote, pass_at_k, window_pass_hat_k
+    from rolleval.table import STATUS_CODES, load_task_table
+
+    run = write_synthetic_run(
+        tmp_path / "r", n_problems=40, n_rollouts=6, seed=3, p_infra_error=0.1
+    ).path
+    assert _to_timeouts(run, 0.4, seed=1, only_wrong=False) > 20
+    assert main(["report", str(run)]) == 0
+    capsys.readouterr()
+    metrics = json.loads((run / "report.json").read_text())["tasks"][TASK]["metrics"]
+    table = load_task_table(_task_dir(run))
+    timeout = table.r_status == STATUS_CODES["timeout"]
+    want: dict[str, list[float]] = {k: [] for k in ("pass@4", "maj@n", "sc", "cw2")}
+    for i in range(table.n_problems):
+        sel = (table.r_problem == i) & (table.r_gradable | timeout)
+        n, c = int(sel.sum()), int((sel & table.r_correct).sum())
+        if n >= 4:
+            want["pass@4"].append(pass_at_k(n, c, 4))
+        if n:
+            clusters = [
+                None if (t or cl < 0) else int(cl)
+                for cl, t in zip(table.r_cluster[sel], timeout[sel], strict=True)
+            ]
+            vote = majority_vote(clusters, [bool(x) for x in table.r_correct[sel]])
+            want["maj@n"].append(float(vote.correct))
+            want["sc"].append(vote.self_consistency)
+        rows = table.r_problem == i
+        trials = [
+            {"run_index": int(j), "passed": bool(ok), "excluded": not bool(g or t)}
+            for j, ok, g, t in zip(
+                table.r_index[rows], table.r_correct[rows], table.r_gradable[rows], timeout[rows]
+            )
+        ]
+        w = window_pass_hat_k(trials, 2)
+        if w is not None:
+            want["cw2"].append(w)
+    for key, name in (
+        ("pass@4", "pass@4"),
+        ("maj@n", "maj@n"),
+        ("sc", "self_consistency"),
+        ("cw2", "consecutive-pass^2"),
+    ):
+        assert metrics[name]["denominator"] == len(want[key]), name
+        assert metrics[name]["value"] == pytest.approx(float(np.mean(want[key])), abs=1e-12), name
