@@ -406,7 +406,9 @@ def test_an_incomplete_run_is_refused_a_verdict_with_exit_4(tmp_path, capsys):
     assert data["incomplete"][0]["missing_rollouts"] == 60
     assert data["tasks"][0]["sides"]["candidate"]["missing_rollouts"] == 60
     assert data["tasks"][0]["problems"]["compared"] == 25  # only 25 problems have data
-    assert code != 0  # 60 missing rollouts on one side: the worst case decides nothing
+    # missing rollouts are unjudged: 60 of 160 on one side, so the worst case decides nothing
+    assert data["tasks"][0]["unjudged"]["candidate_share"] == 60 / 160
+    assert code == 3 and data["verdict"] == "inconclusive"
     code, text, _ = _cli(capsys, "compare", b, c, "--allow-incomplete", "--n-resamples", 1000)
     assert "problems compared 25 of 40" in text and "60 rollouts missing" in text
 
