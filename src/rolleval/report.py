@@ -23,7 +23,7 @@ from .table import STATUS_CODES, TaskTable, load_task_table
 __all__ = [
     "DEFAULT_TAUS",
     "DENOMINATOR_POLICIES",
-    "HEALTH_METRICS",
+    "HEALTH_DEFINITIONS",
     "REPORT_VERSION",
     "TIMEOUT_POLICIES",
     "InferenceSettings",
@@ -49,7 +49,7 @@ DEFAULT_TAUS = M.DEFAULT_TAUS
 #: the compared problems): the sum of the per-problem numerators over the sum of the
 #: per-problem denominators (:func:`health_counts`, :func:`pooled_rate`). All are "lower is
 #: better".
-HEALTH_METRICS: dict[str, tuple[str, str]] = {
+HEALTH_DEFINITIONS: dict[str, tuple[str, str]] = {
     "unextracted_rate": (
         "n_unextracted",
         "graded rollouts with no extracted answer / graded rollouts",
@@ -113,7 +113,7 @@ def scored_mask(table: TaskTable, timeout_policy: str = "failure") -> np.ndarray
 
 
 def health_counts(table: TaskTable) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Per-problem numerator and denominator of every health quantity (:data:`HEALTH_METRICS`).
+    """Per-problem numerator and denominator of every health quantity (:data:`HEALTH_DEFINITIONS`).
 
     The rate of a set of problems is :func:`pooled_rate` of these over the set; report,
     compare and gate all use it, so one name has one value for one run.
@@ -371,7 +371,7 @@ def task_report(
         "grader_error_rate": "completed rollouts",
     }
     health: dict[str, Any] = {
-        HEALTH_METRICS[name][0]: _rate(int(num.sum()), int(den.sum()), what=what)
+        HEALTH_DEFINITIONS[name][0]: _rate(int(num.sum()), int(den.sum()), what=what)
         for name, what in whats.items()
         for num, den in (hc[name],)
     }

@@ -17,8 +17,14 @@ import numpy as np
 from .._version import __version__
 from ..errors import DataError, UsageError
 from ..metrics import metric_name, parse_metric_name
-from ..report import DEFAULT_TAUS, health_counts, per_problem_values, report_ks, scored_mask
-from ..report import HEALTH_METRICS as _HEALTH
+from ..report import (
+    DEFAULT_TAUS,
+    HEALTH_DEFINITIONS,
+    health_counts,
+    per_problem_values,
+    report_ks,
+    scored_mask,
+)
 from ..store import RunDir, atomic_write_json, collect_warnings, read_json
 from ..table import TaskTable, load_task_table
 
@@ -39,8 +45,8 @@ BASELINE_FORMAT = "rolleval-baseline"
 BASELINE_SCHEMA = 2
 
 #: Health metrics available to compare, all "lower is better": name -> definition. One
-#: definition each, shared with report.json and the gate (:data:`rolleval.report.HEALTH_METRICS`).
-HEALTH_METRICS = {name: definition for name, (_key, definition) in _HEALTH.items()}
+#: definition each, shared with report.json and the gate (:data:`rolleval.report.HEALTH_DEFINITIONS`).
+HEALTH_METRICS = {name: definition for name, (_key, definition) in HEALTH_DEFINITIONS.items()}
 
 # settings that must agree for two frames to be comparable, and those that are only noted
 _MUST_MATCH = ("grader_identity", "score_key", "denominator_policy", "timeout_policy")
