@@ -36,14 +36,9 @@ from ..errors import (
     UsageError,
 )
 from ..report import pooled_rate
+from ._evidence import check_complete, refuse_incomplete
 from ._frame import HEALTH_METRICS, ProblemFrame, canonical_metric, load_frames, resolve_tasks
-from ._runs import (
-    TaskComparison,
-    check_complete,
-    compare_frames,
-    decide_overall,
-    refuse_incomplete,
-)
+from ._runs import TaskComparison, compare_frames, decide_overall
 
 __all__ = ["DEFAULT_POLICY", "GateOutcome", "gate_run", "load_policy"]
 
