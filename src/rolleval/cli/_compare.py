@@ -25,6 +25,9 @@ def render_compare(result: dict) -> str:
         lines.append(
             f"task {t['task']}: {t['verdict'].replace('_', ' ').upper()}  (exit {t['exit_code']})"
         )
+        adjusted = result.get("adjusted_verdicts", {}).get(t["task"])
+        if adjusted and adjusted != t["verdict"]:
+            lines.append(f"  after Holm across tasks: {adjusted.replace('_', ' ')}")
         lines.append(
             f"  effect {_fmt(t['effect'])} ({t['better']} is better; negative = candidate worse)  "
             f"{round(100 * t['confidence_level'])}% CI [{_fmt(t['ci_low'])}, {_fmt(t['ci_high'])}]  "
@@ -33,13 +36,35 @@ def render_compare(result: dict) -> str:
             else f"  {t.get('reason') or 'no estimate'}"
         )
         b, c = sides["baseline"], sides["candidate"]
+        pr = t["problems"]
         lines.append(
-            f"  problems matched {al['matched']} (by {al['by'].replace('_', ' ')}); gradable rollouts "
-            f"{b['gradable_rollouts']}/{b['requested_rollouts']} baseline, {c['gradable_rollouts']}/{c['requested_rollouts']} candidate"
+            f"  problems compared {pr['compared']} of {pr['compared'] + pr['dropped_total']} "
+            f"(matched {al['matched']} by {al['by'].replace('_', ' ')}; dropped {pr['dropped_total']}); "
+            f"gradable rollouts {b['gradable_rollouts']}/{b['requested_rollouts']} baseline, "
+            f"{c['gradable_rollouts']}/{c['requested_rollouts']} candidate"
         )
-        for reason, ex in al["excluded"].items():
+        for reason, ex in pr["dropped"].items():
             lines.append(
-                f"  excluded {ex['count']} {reason.replace('_', ' ')}: {', '.join(ex['ids'][:5])}{' ...' if ex['count'] > 5 else ''}"
+                f"  dropped {ex['count']} {reason.replace('_', ' ')}: {', '.join(ex['ids'][:5])}{' ...' if ex['count'] > 5 else ''}"
+            )
+        for w in t.get("warnings", []):
+            lines.append(f"  WARNING: {w}")
+        for side in ("baseline", "candidate"):
+            if sides[side].get("missing_rollouts"):
+                lines.append(
+                    f"  WARNING: the {side} is incomplete: {sides[side]['missing_rollouts']} rollouts missing "
+                    f"(status {sides[side].get('run_status')!r})"
+                )
+        uj = t.get("unjudged") or {}
+        if uj.get("bound_checked"):
+            wc = uj.get("worst_case")
+            lines.append(
+                f"  unjudged rollouts {uj['baseline_share']:.1%} baseline, {uj['candidate_share']:.1%} candidate: "
+                + (
+                    f"worst case ({wc['fill']}) gives {wc['verdict'].replace('_', ' ')}, effect {_fmt(wc['effect'])}"
+                    if wc
+                    else "no worst-case bound for this metric"
+                )
             )
         for note in al["notes"]:
             lines.append(f"  note: {note}")
@@ -47,7 +72,9 @@ def render_compare(result: dict) -> str:
             more = ""
             if t.get("needed_problems") is not None or t.get("needed_rollouts") is not None:
                 more = f"; to decide: ~{t.get('needed_problems') or 'N/A'} problems, or {t.get('needed_rollouts') or 'N/A'} rollouts per problem"
-            lines.append(f"  minimum detectable effect (80% power): {t['mde']:.4f}{more}")
+            lines.append(
+                f"  minimum detectable effect ({round(100 * t.get('power', 0.8))}% power): {t['mde']:.4f}{more}"
+            )
         if t.get("power_note"):
             lines.append(f"  {t['power_note']}")
         health = ", ".join(
@@ -78,6 +105,9 @@ def render_compare(result: dict) -> str:
     for task, why in result.get("skipped_tasks", {}).items():
         lines.append(f"\ntask {task}: skipped ({why})")
     lines.append("")
+    lines.append(f"timeouts: {result.get('timeouts', 'counted as failures')}")
+    for why in result.get("reasons", []):
+        lines.append(f"note: {why}")
     lines.append(
         f"overall verdict: {result['verdict'].replace('_', ' ').upper()} (exit {result['exit_code']}{', --observe' if result.get('observe') else ''})"
     )
@@ -91,7 +121,7 @@ def render_compare(result: dict) -> str:
     "--metric",
     default="pass@1",
     show_default=True,
-    help="pass@1, pass@K, pass^K, maj@n, self_consistency, or a health metric (unextracted_rate, truncation_rate, infra_error_rate, grader_error_rate, output_tokens).",
+    help="Any metric key a report prints (pass@1, pass@K, pass^K, G-Pass@K_TAU, mG-Pass@K, consecutive-pass^K, maj@n, self_consistency) or a health metric (unextracted_rate, truncation_rate, infra_error_rate, timeout_rate, grader_error_rate, output_tokens).",
 )
 @click.option(
     "--threshold",
@@ -126,6 +156,11 @@ def render_compare(result: dict) -> str:
     help="Exit 0 for every evaluated comparison (input errors still exit 2).",
 )
 @click.option(
+    "--allow-incomplete",
+    is_flag=True,
+    help="Give a verdict on an unfinished run (otherwise exit 4: resume it first); the result carries the missing counts.",
+)
+@click.option(
     "--output",
     type=click.Path(dir_okay=False, path_type=str),
     default=None,
@@ -154,6 +189,7 @@ def compare_cmd(
     unmatched: str,
     require_provenance: bool,
     observe: bool,
+    allow_incomplete: bool,
     output: str | None,
     fmt: str,
 ) -> int:
@@ -161,7 +197,8 @@ def compare_cmd(
 
     BASELINE is a run directory or a baseline file (`rolleval baseline save`). Exit 0:
     no regression (improvement, equivalent, or a significant change below the threshold);
-    1: regression; 3: inconclusive or not enough evidence; 2: the runs cannot be compared.
+    1: regression; 3: inconclusive, not enough evidence, or a baseline task missing from the
+    candidate; 2: the runs cannot be compared; 4: a run is incomplete (resume it).
     """
     from ..compare import compare_runs
 
@@ -176,7 +213,8 @@ def compare_cmd(
         tasks=list(tasks) or None,
         unmatched=unmatched,
         require_provenance=require_provenance,
-        observe=observe,  # type: ignore[arg-type]
+        observe=observe,
+        allow_incomplete=allow_incomplete,  # type: ignore[arg-type]
     )
     data = res.to_dict()
     if output:

@@ -30,6 +30,17 @@ from ._app import cli
 )
 @click.option("--observe", is_flag=True, help="Report but exit 0 (input errors still exit 2).")
 @click.option(
+    "--task",
+    "tasks",
+    multiple=True,
+    help="Gate only this task (repeatable; overrides the policy's tasks).",
+)
+@click.option(
+    "--allow-incomplete",
+    is_flag=True,
+    help="Gate an unfinished run (otherwise exit 4: resume it first); the result carries the missing counts.",
+)
+@click.option(
     "--output",
     type=click.Path(dir_okay=False, path_type=str),
     default=None,
@@ -43,11 +54,14 @@ def gate_cmd(
     seed: int,
     unmatched: str,
     observe: bool,
+    tasks: tuple[str, ...],
+    allow_incomplete: bool,
     output: str | None,
 ) -> int:
     """Gate RUN against a baseline: exit 1 if a regression is established or a limit broken,
-    3 if a gating metric is inconclusive, 0 otherwise. Prints a Markdown summary (also appended
-    to $GITHUB_STEP_SUMMARY when set)."""
+    3 if a gating metric is inconclusive or a baseline task is missing from RUN, 4 if the run
+    failed (incomplete, or infra errors over the limit), 0 otherwise. Prints a Markdown summary
+    (also appended to $GITHUB_STEP_SUMMARY when set)."""
     from ..compare import gate_run, load_policy
 
     res = gate_run(
@@ -56,9 +70,11 @@ def gate_cmd(
         policy=load_policy(policy),
         n_resamples=n_resamples,
         seed=seed,
-        unmatched=unmatched,
+        unmatched=unmatched,  # type: ignore[arg-type]
         observe=observe,
-    )  # type: ignore[arg-type]
+        allow_incomplete=allow_incomplete,
+        tasks=list(tasks) or None,
+    )
     md = res.markdown()
     click.echo(md)
     summary = os.environ.get("GITHUB_STEP_SUMMARY")

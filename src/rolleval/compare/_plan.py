@@ -19,7 +19,7 @@ from ..stats import (
     variance_components,
 )
 from ._align import align_frames
-from ._frame import load_frames
+from ._frame import load_frames, resolve_tasks
 
 __all__ = ["plan_runs"]
 
@@ -48,7 +48,7 @@ def plan_runs(
         "unit": "problem",
         "tasks": {},
     }
-    for name in tasks or list(fa):
+    for name in resolve_tasks(fa, fb, tasks, sources=(pilot, candidate)):
         a = fa[name]
         if fb is not None:
             al = align_frames(a, fb[name], unmatched="exclude")
