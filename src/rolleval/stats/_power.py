@@ -9,7 +9,12 @@ from typing import NamedTuple
 from ..errors import UsageError
 from ._validate import check_count, check_nonnegative, check_open_unit, check_positive
 
-__all__ = ["minimum_detectable_effect", "required_problems", "required_rollouts"]
+__all__ = [
+    "minimum_detectable_effect",
+    "regression_power",
+    "required_problems",
+    "required_rollouts",
+]
 
 # A planner answer within this relative distance of an integer is that integer:
 # float noise must not turn an exact 7 into 8 via ceil (see the ceil trap in the
@@ -50,6 +55,36 @@ def _design(
     )
 
 
+def _target_se_factor(
+    delta: float, threshold: float, alpha: float, power: float
+) -> float:
+    """``s* / 1``: the largest standard error at which the verdict reaches ``power``.
+
+    Significance alone (``threshold = 0``): ``s* = delta / (z_{alpha/2} + z_beta)``. The
+    regression verdict also needs ``effect <= -threshold``; with ``effect ~ N(-delta, s^2)``
+    that adds ``s* <= (delta - threshold) / z_beta``.
+    """
+    z_a = _STD_NORMAL.inv_cdf(1.0 - alpha / 2.0)
+    z_b = _STD_NORMAL.inv_cdf(power)
+    s = delta / (z_a + z_b)
+    if threshold > 0.0:
+        if delta <= threshold:
+            raise UsageError(
+                f"`delta` = {delta:g} must exceed `threshold` = {threshold:g}: a true drop of at "
+                "most the threshold gives the regression verdict at most about half the time, "
+                "whatever the size"
+            )
+        if z_b > 0.0:
+            s = min(s, (delta - threshold) / z_b)
+    return s
+
+
+def _check_threshold(threshold: object) -> float:
+    if threshold is None:
+        return 0.0
+    return check_nonnegative(threshold, "threshold")
+
+
 class _PlanArgs(NamedTuple):
     design: _Design
     per_problem_variance: float  # omega2 + sigma2_a/k_a + sigma2_b/k_b
@@ -83,8 +118,16 @@ def required_problems(
     k_b: float,
     alpha: float = 0.05,
     power: float = 0.8,
+    threshold: float = 0.0,
 ) -> int:
     """Problems needed to detect a paired difference ``delta`` with the given power.
+
+    With ``threshold = tau > 0`` the size is for the ``regression`` verdict of
+    :func:`rolleval.compare.paired_compare` (significant *and* ``effect <= -tau``) at a
+    true drop ``delta > tau``: the target standard error is
+    ``s* = min(delta / (z_{alpha/2} + z_beta), (delta - tau) / z_beta)`` and
+    ``T = ceil(V / s*^2)`` (see :func:`regression_power`). ``threshold = 0`` gives the
+    classical size for significance below.
 
     Normal approximation for a two-sided paired test at level ``alpha`` [1]_ [2]_::
 
@@ -131,8 +174,12 @@ def required_problems(
     502
     """
     args = _validate_required_problems(delta, omega2, sigma2_a, k_a, sigma2_b, k_b, alpha, power)
-    z = args.plan.design.z
-    return max(1, _ceil(z * z * args.plan.per_problem_variance / (args.delta * args.delta)))
+    tau = _check_threshold(threshold)
+    if tau == 0.0:
+        z = args.plan.design.z
+        return max(1, _ceil(z * z * args.plan.per_problem_variance / (args.delta * args.delta)))
+    s = _target_se_factor(args.delta, tau, float(alpha), float(power))
+    return max(1, _ceil(args.plan.per_problem_variance / (s * s)))
 
 
 class _MdeArgs(NamedTuple):
@@ -226,6 +273,7 @@ def required_rollouts(
     sigma2_b: float,
     alpha: float = 0.05,
     power: float = 0.8,
+    threshold: float = 0.0,
 ) -> int | None:
     """Rollouts per problem (the same ``K`` for both runs) needed at ``n_problems`` problems.
 
@@ -234,6 +282,8 @@ def required_rollouts(
         (z_{alpha/2} + z_beta)**2 * (omega2 + (sigma2_a + sigma2_b) / K) / T <= delta**2
 
     i.e. ``K = ceil((sigma2_a + sigma2_b) / (T delta**2 / z**2 - omega2))``.
+    With ``threshold = tau > 0``, ``delta / z`` is replaced by the target standard error
+    of the regression verdict, as in :func:`required_problems`.
     More rollouts only shrink the within-problem noise; when ``omega2`` alone
     already needs more problems (``T delta**2 / z**2 <= omega2``), no ``K`` is
     enough and the answer is None.
@@ -271,7 +321,9 @@ def required_rollouts(
     """
     args = _validate_required_rollouts(delta, n_problems, omega2, sigma2_a, sigma2_b, alpha, power)
     design = args.design
-    budget = args.n_problems * args.delta * args.delta / (design.z * design.z)
+    tau = _check_threshold(threshold)
+    s = _target_se_factor(args.delta, tau, float(alpha), float(power))
+    budget = args.n_problems * s * s
     room = budget - design.omega2
     noise = design.sigma2_a + design.sigma2_b
     if noise == 0.0:
@@ -279,3 +331,55 @@ def required_rollouts(
     if room <= 0.0:
         return None
     return max(1, _ceil(noise / room))
+
+
+def regression_power(
+    delta: float, *, se: float, threshold: float = 0.0, alpha: float = 0.05
+) -> float:
+    r"""Probability that a true drop ``delta`` gives the ``regression`` verdict.
+
+    Normal approximation: the observed effect is ``N(-delta, se^2)``; the verdict needs a
+    significant drop (``effect <= -z_{alpha/2} se``) of at least the threshold
+    (``effect <= -tau``), so [1]_
+
+    .. math:: P = \Phi\left(\frac{\delta - \max(\tau, z_{\alpha/2}\,se)}{se}\right).
+
+    At ``delta = tau`` (and ``z se < tau``) this is 1/2: a drop of exactly the threshold is
+    flagged about half the time, whatever the size. The other tail (a significant gain) is
+    ignored; it is below ``alpha/2``.
+
+    Parameters
+    ----------
+    delta : float
+        True drop, >= 0, in the metric's units.
+    se : float
+        Standard error of the effect at the design, > 0.
+    threshold : float, default 0
+        ``tau >= 0`` of the verdict.
+    alpha : float, default 0.05
+        Two-sided level.
+
+    Returns
+    -------
+    float
+        The probability, in (0, 1).
+
+    References
+    ----------
+    .. [1] J. Cohen, *Statistical Power Analysis for the Behavioral Sciences*, 2nd ed.,
+       1988 (normal power function), applied to the decision rule of
+       :func:`rolleval.compare.paired_compare`.
+
+    Examples
+    --------
+    >>> round(regression_power(0.03, se=0.03 / 2.8016, threshold=0.0), 3)
+    0.8
+    >>> round(regression_power(0.02, se=0.005, threshold=0.02), 3)
+    0.5
+    """
+    delta_ = check_nonnegative(delta, "delta")
+    se_ = check_positive(se, "se")
+    tau = _check_threshold(threshold)
+    alpha_ = check_open_unit(alpha, "alpha")
+    z_a = _STD_NORMAL.inv_cdf(1.0 - alpha_ / 2.0)
+    return _STD_NORMAL.cdf((delta_ - max(tau, z_a * se_)) / se_)
