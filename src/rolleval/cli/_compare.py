@@ -47,7 +47,9 @@ def render_compare(result: dict) -> str:
             more = ""
             if t.get("needed_problems") is not None or t.get("needed_rollouts") is not None:
                 more = f"; to decide: ~{t.get('needed_problems') or 'N/A'} problems, or {t.get('needed_rollouts') or 'N/A'} rollouts per problem"
-            lines.append(f"  minimum detectable effect (80% power): {t['mde']:.4f}{more}")
+            lines.append(
+                f"  minimum detectable effect ({round(100 * t['power'])}% power): {t['mde']:.4f}{more}"
+            )
         if t.get("power_note"):
             lines.append(f"  {t['power_note']}")
         health = ", ".join(
@@ -105,6 +107,19 @@ def render_compare(result: dict) -> str:
     default=0.05,
     show_default=True,
 )
+@click.option(
+    "--power",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.8,
+    show_default=True,
+    help="Power of the minimum detectable effect; equivalence needs that MDE <= threshold.",
+)
+@click.option(
+    "--confidence-level",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=None,
+    help="Of the interval [1 - alpha].",
+)
 @click.option("--n-resamples", type=click.IntRange(min=1), default=10_000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--task", "tasks", multiple=True, help="Compare only this task (repeatable).")
@@ -148,6 +163,8 @@ def compare_cmd(
     metric: str,
     threshold: float | None,
     alpha: float,
+    power: float,
+    confidence_level: float | None,
     n_resamples: int,
     seed: int,
     tasks: tuple[str, ...],
@@ -171,8 +188,10 @@ def compare_cmd(
         metric=metric,
         threshold=threshold,
         alpha=alpha,
+        power=power,
+        confidence_level=confidence_level,
         n_resamples=n_resamples,
-        seed=seed,
+        rng=seed,
         tasks=list(tasks) or None,
         unmatched=unmatched,
         require_provenance=require_provenance,

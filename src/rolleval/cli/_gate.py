@@ -26,6 +26,19 @@ from ._app import cli
 @click.option("--n-resamples", type=click.IntRange(min=1), default=10_000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
+    "--power",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.8,
+    show_default=True,
+    help="Power of the minimum detectable effect; a pass by equivalence needs MDE <= threshold.",
+)
+@click.option(
+    "--confidence-level",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=None,
+    help="Of the intervals [1 - the policy's alpha].",
+)
+@click.option(
     "--unmatched", type=click.Choice(["error", "exclude"]), default="error", show_default=True
 )
 @click.option("--observe", is_flag=True, help="Report but exit 0 (input errors still exit 2).")
@@ -41,6 +54,8 @@ def gate_cmd(
     policy: str | None,
     n_resamples: int,
     seed: int,
+    power: float,
+    confidence_level: float | None,
     unmatched: str,
     observe: bool,
     output: str | None,
@@ -55,7 +70,9 @@ def gate_cmd(
         baseline,
         policy=load_policy(policy),
         n_resamples=n_resamples,
-        seed=seed,
+        rng=seed,
+        power=power,
+        confidence_level=confidence_level,
         unmatched=unmatched,
         observe=observe,
     )  # type: ignore[arg-type]

@@ -16,6 +16,7 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import DataError, UsageError
+from ..metrics._vote import vote_signatures
 from ..report import DEFAULT_TAUS, per_problem_values
 from ..store import RunDir, atomic_write_json, collect_warnings, read_json
 from ..table import STATUS_CODES, TaskTable, load_task_table
@@ -70,6 +71,20 @@ class ProblemFrame:
     kind: str = "run"
     run_id: str | None = None
     model: str | None = None
+    # per problem: answer clusters (size, correct) and rollouts voting for nothing, for
+    # maj@k / sc@k at a common k (None: not stored, e.g. an older baseline file); built
+    # on first use from ``vote_rows`` (the per-rollout arrays of a run directory)
+    stored_votes: list[Any] | None = None
+    vote_rows: tuple[Any, ...] | None = field(default=None, repr=False)
+
+    @property
+    def votes(self) -> list[Any] | None:
+        if self.stored_votes is None and self.vote_rows is not None:
+            problem, cluster, correct, n_problems, extra = self.vote_rows
+            self.stored_votes = vote_signatures(
+                problem, cluster, correct, n_problems, extra_unextracted=extra
+            )
+        return self.stored_votes
 
     @property
     def has_hashes(self) -> bool:
@@ -122,6 +137,14 @@ def frame_from_table(
     infra = (st == STATUS_CODES["infra_error"]) | (st == STATUS_CODES["timeout"])
     values["infra_error_rate"] = _ratio(table.per_problem(infra), req.astype(float))
     values["grader_error_rate"] = _ratio(table.per_problem(ok & table.r_grader_error), n_ok)
+    policy = settings.get("denominator_policy", "judged")
+    vote_rows = (
+        table.r_problem[g],
+        table.r_cluster[g],
+        table.r_correct[g],
+        table.n_problems,
+        (req - n_g).astype(np.int64) if policy == "requested" else None,
+    )
     has_tok = ok & ~np.isnan(table.r_output_tokens)
     values["output_tokens"] = _ratio(
         table.per_problem(has_tok, np.nan_to_num(table.r_output_tokens)), table.per_problem(has_tok)
@@ -151,6 +174,7 @@ def frame_from_table(
         source=source,
         run_id=run_id,
         model=model,
+        vote_rows=vote_rows,
     )
 
 
@@ -211,6 +235,7 @@ def save_baseline(
             "c": fr.c.tolist(),
             "requested": fr.requested.tolist(),
             "values": {k: _json_floats(v) for k, v in sorted(fr.values.items())},
+            "votes": [[[list(c) for c in sig], u] for sig, u in (fr.votes or [])],
         }
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out, doc)
@@ -254,6 +279,14 @@ def frames_from_baseline(path: str | os.PathLike[str]) -> dict[str, ProblemFrame
                 kind="baseline",
                 run_id=doc.get("run_id"),
                 model=doc.get("model"),
+                stored_votes=(
+                    [
+                        (tuple((int(sz), bool(ok)) for sz, ok in sig), int(u))
+                        for sig, u in t["votes"]
+                    ]
+                    if t.get("votes") is not None and len(t["votes"]) == T
+                    else None
+                ),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise DataError(

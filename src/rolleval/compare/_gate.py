@@ -137,7 +137,9 @@ def gate_run(
     *,
     policy: dict[str, Any] | None = None,
     n_resamples: int = 10_000,
-    seed: int = 0,
+    rng: int | np.random.Generator | None = 0,
+    power: float = 0.8,
+    confidence_level: float | None = None,
     unmatched: Literal["error", "exclude"] = "error",
     observe: bool = False,
 ) -> GateOutcome:
@@ -175,7 +177,9 @@ def gate_run(
                 threshold=tau,
                 alpha=alpha,
                 n_resamples=n_resamples,
-                seed=seed,
+                rng=rng,
+                power=power,
+                confidence_level=confidence_level,
                 unmatched=unmatched,
             )
             key = f"{t}:{metric}"

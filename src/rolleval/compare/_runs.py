@@ -16,6 +16,7 @@ import numpy as np
 
 from ..errors import EXIT_OK, UsageError
 from ._align import Alignment, align_frames
+from ._common_k import COMMON_K_METRICS, common_k_values
 from ._frame import HEALTH_METRICS, ProblemFrame, load_frames, metric_direction
 from ._movers import problem_movers
 from ._paired import PairedInput, paired_compare
@@ -26,12 +27,16 @@ __all__ = ["CompareResult", "TaskComparison", "compare_frames", "compare_runs", 
 _RATE_METRICS_PREFIX = ("pass@", "pass^", "G-Pass@", "mG-Pass@", "maj@", "consecutive-pass^")
 
 
-def default_threshold(metric: str) -> float:
-    """0.02 for metrics on a 0-1 scale; other metrics need an explicit threshold."""
-    if metric.startswith(_RATE_METRICS_PREFIX) or metric in (
+def _is_rate(metric: str) -> bool:
+    return metric.startswith(_RATE_METRICS_PREFIX) or metric in (
         "self_consistency",
         *[m for m in HEALTH_METRICS if m.endswith("_rate")],
-    ):
+    )
+
+
+def default_threshold(metric: str) -> float:
+    """0.02 for metrics on a 0-1 scale; other metrics need an explicit threshold."""
+    if _is_rate(metric):
         return 0.02
     raise UsageError(
         f"metric {metric!r} is not a rate on a 0-1 scale: pass --threshold in its own units"
@@ -117,8 +122,9 @@ def compare_frames(
     metric: str = "pass@1",
     threshold: float | None = None,
     alpha: float = 0.05,
+    confidence_level: float | None = None,
     n_resamples: int = 10_000,
-    seed: int = 0,
+    rng: int | np.random.Generator | None = 0,
     power: float = 0.8,
     unmatched: Literal["error", "exclude"] = "error",
     require_provenance: bool = False,
@@ -131,8 +137,13 @@ def compare_frames(
     tau = default_threshold(metric) if threshold is None else threshold
     direction = metric_direction(metric)
     pb, pc = al.pos_baseline, al.pos_candidate
-    vb = baseline.value(metric)[pb]
-    vc = candidate.value(metric)[pc]
+    if metric in COMMON_K_METRICS:
+        vb, vc, common_k = common_k_values(baseline, candidate, pb, pc, metric)
+        al.notes.append(common_k["note"])
+    else:
+        vb = baseline.value(metric)[pb]
+        vc = candidate.value(metric)[pc]
+    clusters = [baseline.clusters[i] for i in pb.tolist()]
     binomial = metric == "pass@1" and baseline.settings.get("score_key", "correct") == "correct"
     inp = PairedInput(
         baseline=vb,
@@ -142,10 +153,17 @@ def compare_frames(
         n_baseline=baseline.n[pb] if binomial else None,
         c_candidate=candidate.c[pc] if binomial else None,
         n_candidate=candidate.n[pc] if binomial else None,
+        value_range=(0.0, 1.0) if _is_rate(metric) else None,
+        clusters=clusters if any(c is not None for c in clusters) else None,
     )
-    comp = paired_compare(
-        inp, threshold=tau, alpha=alpha, n_resamples=n_resamples, rng=seed, power=power
-    )
+    stats = {
+        "alpha": alpha,
+        "confidence_level": confidence_level,
+        "n_resamples": n_resamples,
+        "rng": rng,
+        "power": power,
+    }
+    comp = paired_compare(inp, threshold=tau, **stats)
     health = {}
     for name in HEALTH_METRICS:
         hb, hc = _mean(baseline.value(name)[pb]), _mean(candidate.value(name)[pc])
@@ -156,16 +174,10 @@ def compare_frames(
             "direction": "lower is better",
         }
     sc = None
-    if metric != "self_consistency" and "self_consistency" in baseline.values:
+    if metric != "self_consistency" and baseline.votes is not None and candidate.votes is not None:
+        sc_b, sc_c, _ = common_k_values(baseline, candidate, pb, pc, "self_consistency")
         sc_comp = paired_compare(
-            PairedInput(
-                baseline.value("self_consistency")[pb], candidate.value("self_consistency")[pc]
-            ),
-            threshold=0.02,
-            alpha=alpha,
-            n_resamples=n_resamples,
-            rng=seed,
-            power=power,
+            PairedInput(sc_b, sc_c, value_range=(0.0, 1.0)), threshold=0.02, **stats
         )
         sc = {k: sc_comp.to_dict()[k] for k in ("verdict", "effect", "ci_low", "ci_high", "pvalue")}
         sc["note"] = (
@@ -199,8 +211,9 @@ def compare_runs(
     metric: str = "pass@1",
     threshold: float | None = None,
     alpha: float = 0.05,
+    confidence_level: float | None = None,
     n_resamples: int = 10_000,
-    seed: int = 0,
+    rng: int | np.random.Generator | None = 0,
     power: float = 0.8,
     tasks: list[str] | None = None,
     unmatched: Literal["error", "exclude"] = "error",
@@ -237,8 +250,9 @@ def compare_runs(
             metric=metric,
             threshold=threshold,
             alpha=alpha,
+            confidence_level=confidence_level,
             n_resamples=n_resamples,
-            seed=seed,
+            rng=rng,
             power=power,
             unmatched=unmatched,
             require_provenance=require_provenance,
