@@ -433,3 +433,90 @@ def test_counts_with_zero_rollouts_mark_a_dropped_problem():
     assert np.isnan(inp.baseline[1])
     res = paired_compare(inp)
     assert res.n_dropped == 10 and res.n_problems == 20
+
+
+# ------------------------------------------------- degenerate samples (issue 10, defect 1)
+
+from scipy.stats import beta as _beta_dist  # noqa: E402
+
+from rolleval.stats import cluster_bootstrap_ci, cluster_sign_flip_test, clustered_se  # noqa: E402
+
+
+def test_all_equal_sample_gets_an_exact_bound_not_equivalence():
+    base = np.tile([1.0, 0.0], 50)  # 100 greedy problems, identical on both sides
+    res = paired_compare(PairedInput(base, base.copy(), value_range=(0.0, 1.0)))
+    assert res.ci_low == res.ci_high == 0.0 and res.ci_status == "degenerate"
+    share = 1 - 0.025 ** (1 / 100)  # Clopper-Pearson upper bound for 0 of 100 at 97.5%
+    assert res.bound_low == pytest.approx(-share, rel=1e-12)
+    assert res.bound_high == pytest.approx(share, rel=1e-12)
+    assert res.verdict == "insufficient_evidence" and res.exit_code == 3
+    assert res.needed_problems == 183  # smallest T with 1 - 0.025**(1/T) < 0.02
+    assert 1 - 0.025 ** (1 / 183) < 0.02 <= 1 - 0.025 ** (1 / 182)
+
+
+def test_all_equal_sample_large_enough_is_equivalent():
+    base = np.tile([1.0, 0.0], 250)  # 500 problems, none moved: bound 0.0074 < 0.02
+    res = paired_compare(PairedInput(base, base.copy(), value_range=(0.0, 1.0)))
+    assert res.verdict == "equivalent_within_threshold" and res.exit_code == 0
+    assert -0.02 < res.bound_low and res.bound_high < 0.02
+
+
+def test_without_a_value_range_a_near_degenerate_sample_never_shows_equivalence():
+    base = np.tile([1.0, 0.0], 250)
+    res = paired_compare(PairedInput(base, base.copy()))
+    assert res.verdict == "insufficient_evidence"
+    assert math.isinf(res.bound_low) and res.to_dict()["bound_low"] is None
+
+
+def test_few_movers_use_the_exact_bound_per_direction():
+    base = np.full(300, 1.0)
+    cand = base.copy()
+    cand[:3] = 0.875  # three problems dropped 1/8, none rose
+    res = paired_compare(PairedInput(base, cand, value_range=(0.0, 1.0)), n_resamples=2000)
+    assert res.n_moved == 3
+    assert res.bound_low == pytest.approx(-float(_beta_dist.ppf(0.975, 4, 297)), rel=1e-12)
+    assert res.bound_high == pytest.approx(1 - 0.025 ** (1 / 300), rel=1e-12)
+    assert -0.02 < res.ci_low  # the bootstrap alone would have said "equivalent"
+    assert res.verdict == "insufficient_evidence"
+
+
+def test_enough_movers_leave_the_bootstrap_alone():
+    rng = np.random.default_rng(0)
+    base = rng.integers(0, 9, 2000) / 8
+    cand = np.clip(base + rng.choice([-0.125, 0, 0.125], 2000), 0, 1)
+    res = paired_compare(PairedInput(base, cand, value_range=(0.0, 1.0)), n_resamples=2000)
+    assert res.bound_low is None and res.bound_high is None and res.n_moved >= 10
+
+
+def test_constant_small_drop_is_not_significant_below_threshold():
+    # every problem dropped by exactly 0.01: significant, zero-width interval
+    base = np.full(20, 0.5)
+    res = paired_compare(PairedInput(base, base - 0.01, value_range=(0.0, 1.0)))
+    assert res.significant and res.ci_status == "degenerate"
+    assert res.verdict == "inconclusive" and res.exit_code == 3
+    assert "no finite exact bound" in res.reason
+
+
+def test_declared_clusters_use_the_cluster_procedures():
+    rng = np.random.default_rng(5)
+    labels = [f"subject{i % 12}" for i in range(240)]
+    base = rng.integers(0, 9, 240) / 8
+    cand = np.clip(base + rng.normal(0, 0.1, 240).round(3), 0, 1)
+    res = paired_compare(PairedInput(base, cand, clusters=labels), n_resamples=3000, rng=7)
+    assert res.unit == "cluster" and res.n_clusters == 12
+    d = cand - base
+    boot = cluster_bootstrap_ci(d, labels, n_resamples=3000, confidence_level=0.95, rng=7)
+    test = cluster_sign_flip_test(cand, base, labels, n_resamples=3000, rng=7)
+    assert (res.ci_low, res.ci_high) == (boot.low, boot.high)
+    assert res.pvalue == test.pvalue and res.pvalue_exact == test.exact
+    assert res.se == clustered_se(d, labels)
+    # NaN problems are dropped before clusters are counted; singletons mean no clustering
+    flat = paired_compare(PairedInput(base, cand, clusters=[None] * 240), n_resamples=3000)
+    assert flat.unit == "problem" and flat.n_clusters is None
+
+
+def test_too_few_clusters_is_insufficient_evidence():
+    labels = [f"s{i % 4}" for i in range(200)]
+    base = np.tile([1.0, 0.0, 0.5, 0.25], 50)
+    res = paired_compare(PairedInput(base, base - 0.2, clusters=labels))
+    assert res.verdict == "insufficient_evidence" and "4 clusters" in res.reason
