@@ -106,7 +106,9 @@ def _binomial_compare(
         n_candidate=n,
         value_range=(0.0, 1.0),
     )
-    return paired_compare(inp, threshold=THRESHOLD, alpha=ALPHA, n_resamples=settings.resamples, rng=seed)
+    return paired_compare(
+        inp, threshold=THRESHOLD, alpha=ALPHA, n_resamples=settings.resamples, rng=seed
+    )
 
 
 # ------------------------------------------------------------------- scenarios
@@ -163,7 +165,9 @@ def _votes(rng: np.random.Generator, p: np.ndarray, n: int) -> list[Any]:
     return sigs
 
 
-def vote_aa(settings: Settings, t: int, n_big: int, n_small: int, sims: range) -> dict[str, np.ndarray]:
+def vote_aa(
+    settings: Settings, t: int, n_big: int, n_small: int, sims: range
+) -> dict[str, np.ndarray]:
     """Row 5: A/A of maj@n and self-consistency, n_big rollouts against n_small."""
     out = {m: np.zeros(len(sims), bool) for m in ("maj", "sc")}
     for j, sim in enumerate(sims):
@@ -249,7 +253,9 @@ def plan_power(settings: Settings, t: int, delta: float, sims: range) -> dict[st
 # ------------------------------------------------------------------- machinery
 
 
-def run(fn: Callable[..., dict[str, np.ndarray]], args: tuple, sims: int, pool) -> dict[str, np.ndarray]:
+def run(
+    fn: Callable[..., dict[str, np.ndarray]], args: tuple, sims: int, pool
+) -> dict[str, np.ndarray]:
     """All ``sims`` simulations of ``fn(*args, sims=range)``, in chunks over the pool."""
     chunk = max(1, math.ceil(sims / (8 * max(1, pool._max_workers))))
     ranges = [range(s, min(s + chunk, sims)) for s in range(0, sims, chunk)]
@@ -354,7 +360,9 @@ def main(argv: list[str] | None = None) -> int:
                     for t in ts:
                         out = run(false_equivalence, (settings, t, k, saturated), sims, pool)
                         kind = "saturated (1 -> 0.96)" if saturated else "Beta(2, 2)"
-                        rep.at_most(f"false equivalence, {kind}, n={k}, T={t}", out["equivalent"], 0.025)
+                        rep.at_most(
+                            f"false equivalence, {kind}, n={k}, T={t}", out["equivalent"], 0.025
+                        )
                         rep.line(
                             f"  regression verdict there (n={k}, T={t})",
                             out["regression"],
@@ -372,15 +380,30 @@ def main(argv: list[str] | None = None) -> int:
                 f"K={args.rollouts}; population effect 0"
             )
             out = run(clustered, (settings, 30, 10, 0.08), sims, pool)
-            rep.at_least("coverage of 0, clusters declared (cluster bootstrap)", out["covered"], 0.93)
+            rep.at_least(
+                "coverage of 0, clusters declared (cluster bootstrap)", out["covered"], 0.93
+            )
             rep.at_most("false regression, clusters declared", out["regression"], 0.025)
-            rep.line("coverage of 0, clusters ignored", out["covered_flat"], "the defect, info", None)
+            rep.line(
+                "coverage of 0, clusters ignored", out["covered_flat"], "the defect, info", None
+            )
             rep.line("false regression, clusters ignored", out["regression_flat"], "info", None)
         if "plan" in only:
-            print(f"calibration: [plan] pilot T=200, K={args.rollouts}; regression verdict, tau={THRESHOLD}")
+            print(
+                f"calibration: [plan] pilot T=200, K={args.rollouts}; regression verdict, tau={THRESHOLD}"
+            )
             for delta in (0.03, 0.025):
                 t = planned_size(settings, delta)
-                out = run(plan_power, (settings, t, delta, ), sims, pool)
+                out = run(
+                    plan_power,
+                    (
+                        settings,
+                        t,
+                        delta,
+                    ),
+                    sims,
+                    pool,
+                )
                 rep.at_least(
                     f"regression verdict at the planned T={t} for a true drop {delta}",
                     out["regression"],

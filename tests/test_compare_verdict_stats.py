@@ -85,7 +85,7 @@ def test_equivalence_needs_the_mde_at_the_threshold(tmp_path):
     c = write_synthetic_run(tmp_path / "c", n_problems=150, n_rollouts=8, seed=2, outcome_seed=5)
     code, data, _ = _json("compare", str(b.path), str(c.path), "--threshold", "0.045")
     t = data["tasks"][0]
-    assert -0.045 < t["ci_low"] and t["ci_high"] < 0.045 and t["mde"] > 0.045
+    assert t["ci_low"] > -0.045 and t["ci_high"] < 0.045 and t["mde"] > 0.045
     assert t["verdict"] == "insufficient_evidence" and code == 3
     assert "minimum detectable effect" in t["reason"]
     # a lower power lowers the MDE below the threshold: the flag changes the result
@@ -107,7 +107,7 @@ def test_maj_at_n_with_16_against_4_rollouts_compares_at_k_4(tmp_path):
     b = write_synthetic_run(tmp_path / "b", n_problems=300, n_rollouts=4, seed=5)
     c16 = write_synthetic_run(tmp_path / "c", n_problems=300, n_rollouts=16, seed=5, outcome_seed=9)
     for metric in ("maj@n", "self_consistency"):
-        code, data, proc = _json("compare", str(c16.path), str(b.path), "--metric", metric)
+        code, data, _proc = _json("compare", str(c16.path), str(b.path), "--metric", metric)
         t = data["tasks"][0]
         notes = " ".join(t["alignment"]["notes"])
         assert "common k = 4" in notes, notes
@@ -154,7 +154,10 @@ def test_plan_sizes_for_the_regression_verdict(tmp_path):
     assert code == 0 and data["verdict"] == "regression"
     e = data["tasks"]["synthetic_math"]
     comp = e["components"]
-    var = comp["sigma2_baseline"] / comp["k_baseline"] + comp["sigma2_candidate"] / comp["k_candidate"]
+    var = (
+        comp["sigma2_baseline"] / comp["k_baseline"]
+        + comp["sigma2_candidate"] / comp["k_candidate"]
+    )
     z_a, z_b = norm.ppf(0.975), norm.ppf(0.8)
     s_star = min(0.025 / (z_a + z_b), (0.025 - 0.02) / z_b)  # the threshold binds here
     assert e["required_problems"] == math.ceil(var / s_star**2)
@@ -199,7 +202,7 @@ def _clustered_pair(tmp_path, *, clusters=8, n_problems=160, spread=0.15, seed=3
 
 def test_declared_clusters_are_resampled_by_compare_and_gate(tmp_path):
     b, c = _clustered_pair(tmp_path)
-    code, data, _ = _json("compare", str(b), str(c))
+    _code, data, _ = _json("compare", str(b), str(c))
     t = data["tasks"][0]
     assert t["unit"] == "cluster" and t["n_clusters"] == 8
     assert "cluster bootstrap" in t["method"] and "per cluster" in t["method"]

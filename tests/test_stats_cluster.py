@@ -23,7 +23,10 @@ from rolleval.stats import (
 
 def brute_force_cluster_p(a, b, labels):
     """Two-sided p of the cluster sign flip, every sign vector, exact fractions."""
-    d = [Fraction(x).limit_denominator(10**6) - Fraction(y).limit_denominator(10**6) for x, y in zip(a, b)]
+    d = [
+        Fraction(x).limit_denominator(10**6) - Fraction(y).limit_denominator(10**6)
+        for x, y in zip(a, b)
+    ]
     keys = sorted(set(labels), key=str)
     sums = [sum(di for di, lab in zip(d, labels) if lab == k) for k in keys]
     observed = abs(sum(sums))
@@ -128,7 +131,10 @@ def test_grouped_bootstrap_calls_all_equal_scores_degenerate():
     assert "equal" in res.reason
 
 
-@pytest.mark.parametrize("delta, tau, se", [(0.03, 0.0, 0.01), (0.04, 0.02, 0.01), (0.02, 0.02, 0.005), (0.1, 0.03, 0.05)])
+@pytest.mark.parametrize(
+    "delta, tau, se",
+    [(0.03, 0.0, 0.01), (0.04, 0.02, 0.01), (0.02, 0.02, 0.005), (0.1, 0.03, 0.05)],
+)
 def test_regression_power_formula(delta, tau, se):
     expected = norm.cdf((delta - max(tau, norm.ppf(0.975) * se)) / se)
     assert regression_power(delta, se=se, threshold=tau) == pytest.approx(expected, rel=1e-12)
@@ -142,9 +148,7 @@ def test_required_sizes_reach_the_regression_power_and_not_one_less():
         assert regression_power(delta, se=math.sqrt(var / t), threshold=tau) >= 0.8 - 1e-9
         if t > 1:
             assert regression_power(delta, se=math.sqrt(var / (t - 1)), threshold=tau) < 0.8
-        k = required_rollouts(
-            delta, 3 * t, omega2=0.01, sigma2_a=0.2, sigma2_b=0.2, threshold=tau
-        )
+        k = required_rollouts(delta, 3 * t, omega2=0.01, sigma2_a=0.2, sigma2_b=0.2, threshold=tau)
         se_k = math.sqrt((0.01 + 0.4 / k) / (3 * t))
         assert regression_power(delta, se=se_k, threshold=tau) >= 0.8 - 1e-9
     # without a threshold the classical size

@@ -3,7 +3,6 @@ from __future__ import annotations
 import os
 
 import click
-import orjson
 
 from ..store import atomic_write_json
 from ._app import cli

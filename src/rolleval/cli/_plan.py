@@ -40,7 +40,11 @@ def render_plan(res: dict) -> str:
             r = e["required_rollouts_at_current_problems"]
             lines.append(
                 f"  rollouts per problem needed at {e['problems']} problems: "
-                + ("unreachable by rollouts alone (between-problem variance)" if r is None else str(r))
+                + (
+                    "unreachable by rollouts alone (between-problem variance)"
+                    if r is None
+                    else str(r)
+                )
             )
     return "\n".join(lines)
 

@@ -72,8 +72,8 @@ __all__ = [
 
 for _name in __all__:
     # classes and functions; the constants are mappings and the Literal types stay as they are
-    if isinstance(globals()[_name], type) or callable(globals()[_name]) and hasattr(
-        globals()[_name], "__code__"
+    if isinstance(globals()[_name], type) or (
+        callable(globals()[_name]) and hasattr(globals()[_name], "__code__")
     ):
         globals()[_name].__module__ = __name__
 del _name

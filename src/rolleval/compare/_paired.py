@@ -448,7 +448,7 @@ def _exact_bound(d: np.ndarray, args: _CompareArgs) -> _Bound | None:
         return None
     span = args.value_span
     moved = moved_down + moved_up
-    if all_equal and d[0] != 0.0 or not math.isfinite(span):
+    if (all_equal and d[0] != 0.0) or not math.isfinite(span):
         # no finite bound; with the same share of movers, ceil(10 T / m) problems would
         # hold enough movers for the bootstrap
         needed = None if moved == 0 or moved == t else math.ceil(_MIN_MOVERS * t / moved)
@@ -462,9 +462,11 @@ def _exact_bound(d: np.ndarray, args: _CompareArgs) -> _Bound | None:
         # smallest T' whose bound fits in the band if the same share of problems moves
         share = max(moved_down, moved_up) / t
         lo_t, hi_t = t, max(2 * t, 16)
+
         def fits(n: int) -> bool:
             m = math.floor(share * n)
             return _share_upper(m, n, level) * span < tau
+
         while not fits(hi_t) and hi_t < 10**8:
             lo_t, hi_t = hi_t, 2 * hi_t
         if fits(hi_t):
@@ -622,7 +624,9 @@ def _explain(
     if verdict == "equivalent_within_threshold":
         return f"no significant change (p = {p:.3g}); {ci} lies inside (-{tau:g}, +{tau:g})"
     if verdict == "insufficient_evidence":
-        return f"{ci} lies inside (-{tau:g}, +{tau:g}) but {why_unbounded}: equivalence is not shown"
+        return (
+            f"{ci} lies inside (-{tau:g}, +{tau:g}) but {why_unbounded}: equivalence is not shown"
+        )
     if significant:
         why = (
             f"{ci} reaches a drop of the threshold"

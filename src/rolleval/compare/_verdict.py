@@ -97,6 +97,7 @@ def holm(pvalues: object) -> np.ndarray:
 
 # ------------------------------------------------------------------------ gate
 
+
 @dataclass(frozen=True)
 class GateMetric:
     """One gating metric after the Holm adjustment (an entry of :attr:`GateResult.metrics`).

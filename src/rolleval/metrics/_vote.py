@@ -394,9 +394,7 @@ def _vote_at_k_exact(
     return maj / total, Fraction(modal, total * k)
 
 
-def majority_vote_at_k(
-    clusters: Sequence[int | None], correct: Sequence[bool], k: int
-) -> VoteAtK:
+def majority_vote_at_k(clusters: Sequence[int | None], correct: Sequence[bool], k: int) -> VoteAtK:
     r"""maj@k and self-consistency at ``k``, for ``k <= n``, from one problem's answer clusters.
 
     maj@n depends on ``n``: a vote of 16 rollouts is right more often than a vote of 4
@@ -505,9 +503,7 @@ def vote_signatures(
         else np.asarray(extra_unextracted, dtype=np.int64)
     )
     if extra.shape != (n_problems_,) or (extra < 0).any():
-        raise UsageError(
-            f"extra_unextracted must hold one count >= 0 per problem ({n_problems_})"
-        )
+        raise UsageError(f"extra_unextracted must hold one count >= 0 per problem ({n_problems_})")
     per: list[list[int]] = [[] for _ in range(n_problems_)]
     for r in np.argsort(prob, kind="stable").tolist():
         per[int(prob[r])].append(r)

@@ -55,9 +55,7 @@ def _design(
     )
 
 
-def _target_se_factor(
-    delta: float, threshold: float, alpha: float, power: float
-) -> float:
+def _target_se_factor(delta: float, threshold: float, alpha: float, power: float) -> float:
     """``s* / 1``: the largest standard error at which the verdict reaches ``power``.
 
     Significance alone (``threshold = 0``): ``s* = delta / (z_{alpha/2} + z_beta)``. The
