@@ -16,7 +16,9 @@ def _fmt(v: float | None, signed: bool = True) -> str:
 
 
 def render_compare(result: dict) -> str:
-    lines = [f"rolleval compare  metric {result['metric']}  (unit: problem; Holm across tasks)"]
+    lines = [
+        f"rolleval compare  metric {result['metric']}  (unit: problem, or cluster where a task declares clusters; Holm across tasks)"
+    ]
     lines.append(f"  baseline  {result['baseline']}\n  candidate {result['candidate']}")
     for t in result["tasks"]:
         sides = t["sides"]
@@ -32,6 +34,17 @@ def render_compare(result: dict) -> str:
             if t.get("effect") is not None and t.get("pvalue") is not None
             else f"  {t.get('reason') or 'no estimate'}"
         )
+        if t.get("effect") is not None and t["verdict"] in (
+            "insufficient_evidence",
+            "inconclusive",
+        ):
+            lines.append(f"  why: {t['reason']}")
+        if t.get("ci_status") == "degenerate":
+            lines.append("  interval: degenerate (every paired difference is equal: zero width)")
+        if t.get("method"):
+            lines.append(
+                f"  method: {t['method']}; confidence {t['confidence_level']:g}, seed {t['seed']}"
+            )
         b, c = sides["baseline"], sides["candidate"]
         lines.append(
             f"  problems matched {al['matched']} (by {al['by'].replace('_', ' ')}); gradable rollouts "

@@ -177,7 +177,9 @@ def compare_frames(
     if metric != "self_consistency" and baseline.votes is not None and candidate.votes is not None:
         sc_b, sc_c, _ = common_k_values(baseline, candidate, pb, pc, "self_consistency")
         sc_comp = paired_compare(
-            PairedInput(sc_b, sc_c, value_range=(0.0, 1.0)), threshold=0.02, **stats
+            PairedInput(sc_b, sc_c, value_range=(0.0, 1.0), clusters=inp.clusters),
+            threshold=0.02,
+            **stats,
         )
         sc = {k: sc_comp.to_dict()[k] for k in ("verdict", "effect", "ci_low", "ci_high", "pvalue")}
         sc["note"] = (
