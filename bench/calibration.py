@@ -32,6 +32,8 @@ Issue 10 settings:
    a true drop delta against tau (``required_problems(..., threshold=tau)``, omega2 = 0), then
    comparisons at that size with the realized mean drop delta: the regression verdict
    >= 0.80 - 2 SE. delta = 0.03 (significance binds) and 0.025 (the threshold binds).
+8. [info] Equivalence stays reachable: the share of A/A comparisons (K = 8, Beta(2, 2))
+   called equivalent at T = 1000 and 2000.
 
     python bench/calibration.py [--sims 2000 --problems 200 --rollouts 8 --seed 0]
                                 [--resamples 2000 --workers 2] [--only main,equiv,...]
@@ -59,7 +61,7 @@ from rolleval.stats import required_problems, variance_components
 ALPHA = 0.05
 THRESHOLD = 0.02
 NOMINAL = 0.95
-GROUPS = ("main", "equiv", "vote", "cluster", "plan")
+GROUPS = ("main", "equiv", "vote", "cluster", "plan", "reach")
 
 
 class Settings(NamedTuple):
@@ -216,6 +218,17 @@ def clustered(
             out["covered" + suffix][j] = res.ci_low <= 0.0 <= res.ci_high
             out["regression" + suffix][j] = res.verdict == "regression"
         del n
+    return out
+
+
+def reachable(settings: Settings, t: int, k: int, sims: range) -> dict[str, np.ndarray]:
+    """Row 8 [info]: how often an A/A comparison of a large design is called equivalent."""
+    out = {"equivalent": np.zeros(len(sims), bool)}
+    for j, sim in enumerate(sims):
+        rng, seed = _rng(settings, f"reach{t},{k}", sim)
+        p = rng.beta(2.0, 2.0, t)
+        res = _binomial_compare(settings, p, p, k, rng, seed)
+        out["equivalent"][j] = res.verdict == "equivalent_within_threshold"
     return out
 
 
@@ -409,6 +422,11 @@ def main(argv: list[str] | None = None) -> int:
                     out["regression"],
                     0.80,
                 )
+        if "reach" in only:
+            print("calibration: [reach] equivalence is still reachable: A/A, K=8, Beta(2, 2)")
+            for t in (1000, 2000):
+                out = run(reachable, (settings, t, 8), sims, pool)
+                rep.line(f"A/A called equivalent, T={t}", out["equivalent"], "info", None)
     print(f"calibration: done in {time.perf_counter() - start:.0f} s")
     return 0 if all(rep.results) else 1
 
