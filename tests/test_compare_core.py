@@ -312,7 +312,11 @@ def test_needed_problems_and_rollouts_match_the_planners():
     ).power_kwargs()
     assert res.needed_problems == required_problems(0.02, **kw) > 200
     assert res.needed_rollouts == required_rollouts(
-        0.02, 200, omega2=kw["omega2"], sigma2_a=kw["sigma2_a"], sigma2_b=kw["sigma2_b"]
+        0.02,
+        200,
+        omega2=kw["omega2"],
+        sigma2_baseline=kw["sigma2_baseline"],
+        sigma2_candidate=kw["sigma2_candidate"],
     )
     assert res.needed_rollouts is not None and res.needed_rollouts > 8
     # at the needed number of problems the MDE is at most the threshold
@@ -330,7 +334,9 @@ def test_needed_rollouts_none_when_between_problem_variance_dominates():
 def test_needed_problems_without_counts_matches_required_problems():
     res = paired_compare(shifted(20, [(3, -0.25), (2, +0.25)]))
     var_d = res.se**2 * 20
-    expected = required_problems(0.02, omega2=var_d, sigma2_a=0, k_a=1, sigma2_b=0, k_b=1)
+    expected = required_problems(
+        0.02, omega2=var_d, sigma2_baseline=0, k_baseline=1, sigma2_candidate=0, k_candidate=1
+    )
     assert res.needed_problems == expected
     assert res.needed_rollouts is None and "counts" in res.power_note
 

@@ -28,7 +28,7 @@ DATA_PARAMETERS = {
     "clustered_se": ["scores", "clusters"],
     "paired_se": ["a", "b"],
     "variance_components": ["c", "n"],
-    "paired_variance_components": ["c_a", "n_a", "c_b", "n_b"],
+    "paired_variance_components": ["c_baseline", "n_baseline", "c_candidate", "n_candidate"],
     "required_problems": ["delta"],
     "minimum_detectable_effect": ["n_problems"],
     "required_rollouts": ["delta", "n_problems"],

@@ -141,14 +141,22 @@ def test_regression_power_formula(delta, tau, se):
 
 
 def test_required_sizes_reach_the_regression_power_and_not_one_less():
-    kw = {"omega2": 0.01, "sigma2_a": 0.2, "k_a": 8, "sigma2_b": 0.2, "k_b": 8}
+    kw = {
+        "omega2": 0.01,
+        "sigma2_baseline": 0.2,
+        "k_baseline": 8,
+        "sigma2_candidate": 0.2,
+        "k_candidate": 8,
+    }
     var = 0.01 + 0.2 / 8 + 0.2 / 8
     for delta, tau in ((0.03, 0.02), (0.025, 0.02), (0.05, 0.02), (0.04, 0.0)):
         t = required_problems(delta, threshold=tau, **kw)
         assert regression_power(delta, se=math.sqrt(var / t), threshold=tau) >= 0.8 - 1e-9
         if t > 1:
             assert regression_power(delta, se=math.sqrt(var / (t - 1)), threshold=tau) < 0.8
-        k = required_rollouts(delta, 3 * t, omega2=0.01, sigma2_a=0.2, sigma2_b=0.2, threshold=tau)
+        k = required_rollouts(
+            delta, 3 * t, omega2=0.01, sigma2_baseline=0.2, sigma2_candidate=0.2, threshold=tau
+        )
         se_k = math.sqrt((0.01 + 0.4 / k) / (3 * t))
         assert regression_power(delta, se=se_k, threshold=tau) >= 0.8 - 1e-9
     # without a threshold the classical size

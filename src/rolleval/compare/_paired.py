@@ -498,7 +498,7 @@ def _power(
     clustered = args.clusters is not None
     if args.counts is not None and t >= 2 and not clustered:
         c = args.counts
-        pvc = paired_variance_components(c.c_candidate, c.n_candidate, c.c_baseline, c.n_baseline)
+        pvc = paired_variance_components(c.c_baseline, c.n_baseline, c.c_candidate, c.n_candidate)
         if pvc.status == "ok":
             kw = pvc.power_kwargs()
         else:
@@ -507,12 +507,11 @@ def _power(
     if kw is not None:
         mde = minimum_detectable_effect(t, **kw, alpha=alpha, power=power)
         path = "binomial variance components (Miller 2024)"
-        # in compare's components "a" is the candidate and "b" the baseline
         notes.append(
             f"MDE = z * sqrt((omega2 + sigma2_baseline/k_baseline + "
             f"sigma2_candidate/k_candidate) / T) with omega2 = {kw['omega2']:.4g}, "
-            f"sigma2_baseline = {kw['sigma2_b']:.4g} (k = {kw['k_b']:g}), "
-            f"sigma2_candidate = {kw['sigma2_a']:.4g} (k = {kw['k_a']:g})"
+            f"sigma2_baseline = {kw['sigma2_baseline']:.4g} (k = {kw['k_baseline']:g}), "
+            f"sigma2_candidate = {kw['sigma2_candidate']:.4g} (k = {kw['k_candidate']:g})"
         )
     elif se is not None:
         mde = z * se
@@ -531,7 +530,13 @@ def _power(
 
     if kw is None:
         var_d = 0.0 if se is None else se * se * t
-        kw_problems = {"omega2": var_d, "sigma2_a": 0.0, "k_a": 1.0, "sigma2_b": 0.0, "k_b": 1.0}
+        kw_problems = {
+            "omega2": var_d,
+            "sigma2_baseline": 0.0,
+            "k_baseline": 1.0,
+            "sigma2_candidate": 0.0,
+            "k_candidate": 1.0,
+        }
     else:
         kw_problems = kw
     needed_problems = required_problems(tau, **kw_problems, alpha=alpha, power=power)
@@ -577,8 +582,8 @@ def _power(
             tau,
             t,
             omega2=kw["omega2"],
-            sigma2_a=kw["sigma2_a"],
-            sigma2_b=kw["sigma2_b"],
+            sigma2_baseline=kw["sigma2_baseline"],
+            sigma2_candidate=kw["sigma2_candidate"],
             alpha=alpha,
             power=power,
         )
@@ -719,7 +724,7 @@ def paired_compare(
        the variance components ``omega2 = Var(x_c - x_b)``, ``sigma2_*`` and ``k_*``
        (:func:`rolleval.stats.paired_variance_components`)::
 
-           MDE = (z_{alpha/2} + z_beta) * sqrt((omega2 + sigma2_b/k_b + sigma2_c/k_c) / T)
+           MDE = (z_{alpha/2} + z_beta) * sqrt((omega2 + sigma2_candidate/k_candidate + sigma2_c/k_c) / T)
 
        otherwise ``MDE = (z_{alpha/2} + z_beta) * se`` (the same quantity without the
        split). When the verdict is inconclusive or insufficient evidence:

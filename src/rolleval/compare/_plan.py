@@ -147,13 +147,12 @@ def plan_runs(
             )
             T = len(al.ids)
             assumption = "omega2 estimated from the baseline/candidate pair"
-            # paired_variance_components(a = baseline, b = candidate)
             components: dict[str, Any] = {
                 "omega2": comp.omega2,
-                "sigma2_baseline": comp.sigma2_a,
-                "k_baseline": comp.k_a,
-                "sigma2_candidate": comp.sigma2_b,
-                "k_candidate": comp.k_b,
+                "sigma2_baseline": comp.sigma2_baseline,
+                "k_baseline": comp.k_baseline,
+                "sigma2_candidate": comp.sigma2_candidate,
+                "k_candidate": comp.k_candidate,
                 "n": comp.n,
                 "status": comp.status,
                 "reason": comp.reason,
@@ -192,12 +191,16 @@ def plan_runs(
             continue
         kw = {
             "omega2": float(components["omega2"]),
-            "sigma2_a": float(components["sigma2_baseline"]),
-            "k_a": float(components["k_baseline"]),
-            "sigma2_b": float(components["sigma2_candidate"]),
-            "k_b": float(components["k_candidate"]),
+            "sigma2_baseline": float(components["sigma2_baseline"]),
+            "k_baseline": float(components["k_baseline"]),
+            "sigma2_candidate": float(components["sigma2_candidate"]),
+            "k_candidate": float(components["k_candidate"]),
         }
-        variance = kw["omega2"] + kw["sigma2_a"] / kw["k_a"] + kw["sigma2_b"] / kw["k_b"]
+        variance = (
+            kw["omega2"]
+            + kw["sigma2_baseline"] / kw["k_baseline"]
+            + kw["sigma2_candidate"] / kw["k_candidate"]
+        )
         entry["status"] = "ok"
         entry["mde_current"] = minimum_detectable_effect(T, alpha=alpha, power=power, **kw)
         se_now = math.sqrt(variance / T)
@@ -221,8 +224,8 @@ def plan_runs(
                 effect,
                 T,
                 omega2=kw["omega2"],
-                sigma2_a=kw["sigma2_a"],
-                sigma2_b=kw["sigma2_b"],
+                sigma2_baseline=kw["sigma2_baseline"],
+                sigma2_candidate=kw["sigma2_candidate"],
                 alpha=alpha,
                 power=power,
                 threshold=threshold,

@@ -35,12 +35,12 @@ def _ceil(x: float) -> int:
 class _Design(NamedTuple):
     z: float  # z_{alpha/2} + z_beta
     omega2: float
-    sigma2_a: float
-    sigma2_b: float
+    sigma2_baseline: float
+    sigma2_candidate: float
 
 
 def _design(
-    omega2: object, sigma2_a: object, sigma2_b: object, alpha: object, power: object
+    omega2: object, sigma2_baseline: object, sigma2_candidate: object, alpha: object, power: object
 ) -> _Design:
     alpha_ = check_open_unit(alpha, "alpha")
     power_ = check_open_unit(power, "power")
@@ -50,8 +50,8 @@ def _design(
     return _Design(
         z,
         check_nonnegative(omega2, "omega2"),
-        check_nonnegative(sigma2_a, "sigma2_a"),
-        check_nonnegative(sigma2_b, "sigma2_b"),
+        check_nonnegative(sigma2_baseline, "sigma2_baseline"),
+        check_nonnegative(sigma2_candidate, "sigma2_candidate"),
     )
 
 
@@ -85,14 +85,18 @@ def _check_threshold(threshold: object) -> float:
 
 class _PlanArgs(NamedTuple):
     design: _Design
-    per_problem_variance: float  # omega2 + sigma2_a/k_a + sigma2_b/k_b
+    per_problem_variance: (
+        float  # omega2 + sigma2_baseline/k_baseline + sigma2_candidate/k_candidate
+    )
 
 
-def _plan(omega2, sigma2_a, k_a, sigma2_b, k_b, alpha, power) -> _PlanArgs:
-    design = _design(omega2, sigma2_a, sigma2_b, alpha, power)
-    k_a_ = check_positive(k_a, "k_a")
-    k_b_ = check_positive(k_b, "k_b")
-    variance = design.omega2 + design.sigma2_a / k_a_ + design.sigma2_b / k_b_
+def _plan(
+    omega2, sigma2_baseline, k_baseline, sigma2_candidate, k_candidate, alpha, power
+) -> _PlanArgs:
+    design = _design(omega2, sigma2_baseline, sigma2_candidate, alpha, power)
+    k_a_ = check_positive(k_baseline, "k_baseline")
+    k_b_ = check_positive(k_candidate, "k_candidate")
+    variance = design.omega2 + design.sigma2_baseline / k_a_ + design.sigma2_candidate / k_b_
     return _PlanArgs(design, variance)
 
 
@@ -101,19 +105,24 @@ class _RequiredProblemsArgs(NamedTuple):
     plan: _PlanArgs
 
 
-def _validate_required_problems(delta, omega2, sigma2_a, k_a, sigma2_b, k_b, alpha, power):
+def _validate_required_problems(
+    delta, omega2, sigma2_baseline, k_baseline, sigma2_candidate, k_candidate, alpha, power
+):
     delta_ = check_positive(delta, "delta")
-    return _RequiredProblemsArgs(delta_, _plan(omega2, sigma2_a, k_a, sigma2_b, k_b, alpha, power))
+    return _RequiredProblemsArgs(
+        delta_,
+        _plan(omega2, sigma2_baseline, k_baseline, sigma2_candidate, k_candidate, alpha, power),
+    )
 
 
 def required_problems(
     delta: float,
     *,
     omega2: float,
-    sigma2_a: float,
-    k_a: float,
-    sigma2_b: float,
-    k_b: float,
+    sigma2_baseline: float,
+    k_baseline: float,
+    sigma2_candidate: float,
+    k_candidate: float,
     alpha: float = 0.05,
     power: float = 0.8,
     threshold: float = 0.0,
@@ -129,10 +138,10 @@ def required_problems(
 
     Normal approximation for a two-sided paired test at level ``alpha`` [1]_ [2]_::
 
-        T = ceil((z_{alpha/2} + z_beta)**2 * (omega2 + sigma2_a/k_a + sigma2_b/k_b) / delta**2)
+        T = ceil((z_{alpha/2} + z_beta)**2 * (omega2 + sigma2_baseline/k_baseline + sigma2_candidate/k_candidate) / delta**2)
 
     with ``z_{alpha/2} = norm.ppf(1 - alpha/2)``, ``z_beta = norm.ppf(power)``,
-    ``omega2 = Var(x_A - x_B)`` across problems and ``sigma2_*`` the mean
+    ``omega2 = Var(x_baseline - x_candidate)`` across problems and ``sigma2_*`` the mean
     within-problem variance of one rollout (see
     :func:`paired_variance_components`). A value within ``1e-9`` (relative) of
     an integer counts as that integer, so float noise does not add a problem.
@@ -144,10 +153,10 @@ def required_problems(
     ----------
     delta : float
         Smallest difference in mean score worth detecting, > 0 (score units).
-    omega2, sigma2_a, sigma2_b : float
+    omega2, sigma2_baseline, sigma2_candidate : float
         Variance components, >= 0.
-    k_a, k_b : float
-        Rollouts per problem of A and of B, > 0.
+    k_baseline, k_candidate : float
+        Rollouts per problem of the baseline and of the candidate, > 0.
     alpha : float, default 0.05
         Two-sided significance level, in (0, 1).
     power : float, default 0.8
@@ -168,10 +177,12 @@ def required_problems(
     Examples
     --------
     >>> from rolleval.stats import required_problems
-    >>> required_problems(0.03, omega2=0.02, sigma2_a=0.15, k_a=8, sigma2_b=0.15, k_b=8)
+    >>> required_problems(0.03, omega2=0.02, sigma2_baseline=0.15, k_baseline=8, sigma2_candidate=0.15, k_candidate=8)
     502
     """
-    args = _validate_required_problems(delta, omega2, sigma2_a, k_a, sigma2_b, k_b, alpha, power)
+    args = _validate_required_problems(
+        delta, omega2, sigma2_baseline, k_baseline, sigma2_candidate, k_candidate, alpha, power
+    )
     tau = _check_threshold(threshold)
     if tau == 0.0:
         z = args.plan.design.z
@@ -186,20 +197,23 @@ class _MdeArgs(NamedTuple):
 
 
 def _validate_minimum_detectable_effect(
-    n_problems, omega2, sigma2_a, k_a, sigma2_b, k_b, alpha, power
+    n_problems, omega2, sigma2_baseline, k_baseline, sigma2_candidate, k_candidate, alpha, power
 ):
     n_problems_ = check_count(n_problems, "n_problems", minimum=1)
-    return _MdeArgs(n_problems_, _plan(omega2, sigma2_a, k_a, sigma2_b, k_b, alpha, power))
+    return _MdeArgs(
+        n_problems_,
+        _plan(omega2, sigma2_baseline, k_baseline, sigma2_candidate, k_candidate, alpha, power),
+    )
 
 
 def minimum_detectable_effect(
     n_problems: int,
     *,
     omega2: float,
-    sigma2_a: float,
-    k_a: float,
-    sigma2_b: float,
-    k_b: float,
+    sigma2_baseline: float,
+    k_baseline: float,
+    sigma2_candidate: float,
+    k_candidate: float,
     alpha: float = 0.05,
     power: float = 0.8,
 ) -> float:
@@ -207,16 +221,16 @@ def minimum_detectable_effect(
 
     The inverse of :func:`required_problems` [1]_::
 
-        MDE = (z_{alpha/2} + z_beta) * sqrt((omega2 + sigma2_a/k_a + sigma2_b/k_b) / T)
+        MDE = (z_{alpha/2} + z_beta) * sqrt((omega2 + sigma2_baseline/k_baseline + sigma2_candidate/k_candidate) / T)
 
     Parameters
     ----------
     n_problems : int
         Number of paired problems ``T``, >= 1.
-    omega2, sigma2_a, sigma2_b : float
+    omega2, sigma2_baseline, sigma2_candidate : float
         Variance components, >= 0 (see :func:`paired_variance_components`).
-    k_a, k_b : float
-        Rollouts per problem of A and of B, > 0.
+    k_baseline, k_candidate : float
+        Rollouts per problem of the baseline and of the candidate, > 0.
     alpha : float, default 0.05
         Two-sided significance level.
     power : float, default 0.8
@@ -235,7 +249,7 @@ def minimum_detectable_effect(
     Examples
     --------
     >>> from rolleval.stats import minimum_detectable_effect, required_problems
-    >>> kw = dict(omega2=0.02, sigma2_a=0.15, k_a=8, sigma2_b=0.15, k_b=8)
+    >>> kw = dict(omega2=0.02, sigma2_baseline=0.15, k_baseline=8, sigma2_candidate=0.15, k_candidate=8)
     >>> mde = minimum_detectable_effect(500, **kw)
     >>> round(mde, 4)
     0.03
@@ -243,7 +257,7 @@ def minimum_detectable_effect(
     500
     """
     args = _validate_minimum_detectable_effect(
-        n_problems, omega2, sigma2_a, k_a, sigma2_b, k_b, alpha, power
+        n_problems, omega2, sigma2_baseline, k_baseline, sigma2_candidate, k_candidate, alpha, power
     )
     return args.plan.design.z * math.sqrt(args.plan.per_problem_variance / args.n_problems)
 
@@ -254,11 +268,13 @@ class _RolloutsArgs(NamedTuple):
     design: _Design
 
 
-def _validate_required_rollouts(delta, n_problems, omega2, sigma2_a, sigma2_b, alpha, power):
+def _validate_required_rollouts(
+    delta, n_problems, omega2, sigma2_baseline, sigma2_candidate, alpha, power
+):
     return _RolloutsArgs(
         check_positive(delta, "delta"),
         check_count(n_problems, "n_problems", minimum=1),
-        _design(omega2, sigma2_a, sigma2_b, alpha, power),
+        _design(omega2, sigma2_baseline, sigma2_candidate, alpha, power),
     )
 
 
@@ -267,8 +283,8 @@ def required_rollouts(
     n_problems: int,
     *,
     omega2: float,
-    sigma2_a: float,
-    sigma2_b: float,
+    sigma2_baseline: float,
+    sigma2_candidate: float,
     alpha: float = 0.05,
     power: float = 0.8,
     threshold: float = 0.0,
@@ -277,9 +293,9 @@ def required_rollouts(
 
     The smallest integer ``K >= 1`` with [1]_::
 
-        (z_{alpha/2} + z_beta)**2 * (omega2 + (sigma2_a + sigma2_b) / K) / T <= delta**2
+        (z_{alpha/2} + z_beta)**2 * (omega2 + (sigma2_baseline + sigma2_candidate) / K) / T <= delta**2
 
-    i.e. ``K = ceil((sigma2_a + sigma2_b) / (T delta**2 / z**2 - omega2))``.
+    i.e. ``K = ceil((sigma2_baseline + sigma2_candidate) / (T delta**2 / z**2 - omega2))``.
     With ``threshold = tau > 0``, ``delta / z`` is replaced by the target standard error
     of the regression verdict, as in :func:`required_problems`.
     More rollouts only shrink the within-problem noise; when ``omega2`` alone
@@ -292,7 +308,7 @@ def required_rollouts(
         Smallest difference worth detecting, > 0.
     n_problems : int
         Number of paired problems ``T``, >= 1.
-    omega2, sigma2_a, sigma2_b : float
+    omega2, sigma2_baseline, sigma2_candidate : float
         Variance components, >= 0 (see :func:`paired_variance_components`).
     alpha : float, default 0.05
         Two-sided significance level.
@@ -312,18 +328,20 @@ def required_rollouts(
     Examples
     --------
     >>> from rolleval.stats import required_rollouts
-    >>> required_rollouts(0.03, 600, omega2=0.02, sigma2_a=0.15, sigma2_b=0.15)
+    >>> required_rollouts(0.03, 600, omega2=0.02, sigma2_baseline=0.15, sigma2_candidate=0.15)
     7
-    >>> required_rollouts(0.03, 100, omega2=0.02, sigma2_a=0.15, sigma2_b=0.15) is None
+    >>> required_rollouts(0.03, 100, omega2=0.02, sigma2_baseline=0.15, sigma2_candidate=0.15) is None
     True
     """
-    args = _validate_required_rollouts(delta, n_problems, omega2, sigma2_a, sigma2_b, alpha, power)
+    args = _validate_required_rollouts(
+        delta, n_problems, omega2, sigma2_baseline, sigma2_candidate, alpha, power
+    )
     design = args.design
     tau = _check_threshold(threshold)
     s = _target_se_factor(args.delta, tau, float(alpha), float(power))
     budget = args.n_problems * s * s
     room = budget - design.omega2
-    noise = design.sigma2_a + design.sigma2_b
+    noise = design.sigma2_baseline + design.sigma2_candidate
     if noise == 0.0:
         return 1 if room >= 0.0 else None
     if room <= 0.0:
