@@ -522,3 +522,29 @@ def test_too_few_clusters_is_insufficient_evidence():
     base = np.tile([1.0, 0.0, 0.5, 0.25], 50)
     res = paired_compare(PairedInput(base, base - 0.2, clusters=labels))
     assert res.verdict == "insufficient_evidence" and "4 clusters" in res.reason
+
+
+def test_needed_problems_of_a_near_degenerate_sample():
+    base = np.full(300, 1.0)
+    cand = base.copy()
+    cand[:3] = 0.875
+    res = paired_compare(PairedInput(base, cand, value_range=(0.0, 1.0)), n_resamples=2000)
+    # brute force: the first T whose bound at the same share (1% moved, as a real count)
+    # fits in (-0.02, 0.02)
+    n_fit = next(
+        n for n in range(300, 5000) if float(_beta_dist.ppf(0.975, 0.01 * n + 1, 0.99 * n)) < 0.02
+    )
+    assert all(
+        float(_beta_dist.ppf(0.975, 0.01 * n + 1, 0.99 * n)) < 0.02 for n in range(n_fit, 3000)
+    )
+    var_d = res.se**2 * 300
+    from_variance = required_problems(
+        0.02,
+        omega2=var_d,
+        sigma2_baseline=0,
+        k_baseline=1,
+        sigma2_candidate=0,
+        k_candidate=1,
+    )
+    # at 1,000 problems 10 would have moved and the bootstrap takes over
+    assert res.needed_problems == max(from_variance, min(n_fit, 1000))

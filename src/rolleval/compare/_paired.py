@@ -456,24 +456,30 @@ def _exact_bound(d: np.ndarray, args: _CompareArgs) -> _Bound | None:
     level = 1.0 - (1.0 - args.confidence_level) / 2.0
     low = -_share_upper(moved_down, t, level) * span
     high = _share_upper(moved_up, t, level) * span
-    needed: int | None = None
     tau = args.threshold
-    if tau > 0.0 and tau < span:
-        # smallest T' whose bound fits in the band if the same share of problems moves
+    # With the same share of problems moved, the sample stops being near-degenerate at
+    # ceil(10 T / m) problems (the bootstrap takes over), or the bound fits in the band.
+    needed: int | None = math.ceil(_MIN_MOVERS * t / moved) if moved else None
+    if 0.0 < tau < span:
         share = max(moved_down, moved_up) / t
-        lo_t, hi_t = t, max(2 * t, 16)
 
         def fits(n: int) -> bool:
-            m = math.floor(share * n)
-            return _share_upper(m, n, level) * span < tau
+            # the Clopper-Pearson bound with the mover count share * n taken as a real
+            # number, so that it decreases smoothly with n (a floor would make it jump)
+            m = share * n
+            return float(_beta.ppf(level, m + 1.0, n - m)) * span < tau
 
-        while not fits(hi_t) and hi_t < 10**8:
+        if fits(t):
+            return _Bound(low, high, t)  # the bound already fits: it asks for no more problems
+        lo_t, hi_t = t, 2 * t
+        cap = needed if needed is not None else 10**8
+        while not fits(hi_t) and hi_t < cap:
             lo_t, hi_t = hi_t, 2 * hi_t
         if fits(hi_t):
             while hi_t - lo_t > 1:
                 mid = (lo_t + hi_t) // 2
                 lo_t, hi_t = (lo_t, mid) if fits(mid) else (mid, hi_t)
-            needed = hi_t
+            needed = hi_t if needed is None else min(needed, hi_t)
     return _Bound(low, high, needed)
 
 
