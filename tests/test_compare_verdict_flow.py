@@ -172,7 +172,7 @@ def test_timeout_policy_excluded_restores_the_old_estimand_and_cannot_be_mixed(t
     # excluded: the candidate looks better, but the unjudged shares differ by more than the
     # threshold and the worst case of the missing rollouts refutes the improvement
     assert res.comparison.effect > 0.02
-    assert res.comparison.verdict.value == "inconclusive" and "worst case" in res.comparison.reason
+    assert res.comparison.verdict == "inconclusive" and "worst case" in res.comparison.reason
 
 
 def test_selective_infra_errors_cannot_make_an_improvement(tmp_path, capsys):
@@ -434,7 +434,7 @@ def test_plan_names_a_missing_or_unknown_task_with_exit_2(tmp_path, capsys):
     code, _o, err = _cli(capsys, "plan", base, "--candidate", cand, "--task", "b")
     assert code == 2 and "task 'b' is not in the candidate" in err and "it has: a" in err
     code, _o, err = _cli(capsys, "plan", base, "--task", "nope")
-    assert code == 2 and "task 'nope' is not in the baseline" in err
+    assert code == 2 and "task 'nope' is not in the pilot" in err
 
 
 def test_grader_identity_on_one_side_only_is_a_note_or_refused(tmp_path, capsys):
@@ -516,13 +516,13 @@ def test_holm_still_removes_a_regression_that_does_not_survive(tmp_path):
     down = paired_compare(PairedInput(base, base - d), n_resamples=10000)
     wide = np.full(200, 0.5)
     same = paired_compare(PairedInput(wide, wide + np.tile([0.01, -0.01], 100)), n_resamples=10000)
-    assert up.verdict.value == "improvement" and down.verdict.value == "regression"
-    assert same.verdict.value == "equivalent_within_threshold"
+    assert up.verdict == "improvement" and down.verdict == "regression"
+    assert same.verdict == "equivalent_within_threshold"
     assert 0.025 < down.pvalue <= 0.05 and 0.025 < up.pvalue <= 0.05  # randomized, near 2 / 2**6
     res = decide_overall({"x": down, "y": same}, alpha=0.05)
-    assert res.verdicts["x"].value == "inconclusive" and res.exit_code == 3
+    assert res.verdicts["x"] == "inconclusive" and res.exit_code == 3
     res = decide_overall({"x": up, "y": same}, alpha=0.05)
-    assert res.verdicts["x"].value == "improvement" and res.exit_code == 0
+    assert res.verdicts["x"] == "improvement" and res.exit_code == 0
 
 
 # ------------------------------------ issue 9 item 2: one definition per health quantity

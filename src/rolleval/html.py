@@ -67,17 +67,18 @@ _COMPARE = _ENV.from_string(
 <p class="muted">metric {{ c.metric }} · unit: problem · {{ c.multiplicity }} · exit {{ c.exit_code }}</p>
 <p>baseline <code>{{ c.baseline }}</code><br>candidate <code>{{ c.candidate }}</code></p>
 {% for r in c.reasons %}<p>note: {{ r }}</p>{% endfor %}
-<table><tr><th class="l">task</th><th class="l">verdict</th><th>effect</th><th>CI</th><th>p</th><th>threshold</th><th>MDE</th><th>problems compared</th></tr>
+<table><tr><th class="l">task</th><th class="l">verdict</th><th>effect</th><th>CI</th><th>p</th><th>threshold</th><th>MDE (power)</th><th>problems compared</th></tr>
 {% for t in c.tasks %}
 <tr><td class="l">{{ t.task }}</td><td class="l"><span class="badge v-{{ t.verdict }}">{{ t.verdict|replace("_", " ") }}</span></td>
-<td>{{ t.effect|num(4, True) }}</td><td>[{{ t.ci_low|num(4, True) }}, {{ t.ci_high|num(4, True) }}]</td>
-<td>{{ "N/A" if t.pvalue is none else "%.3g"|format(t.pvalue) }}</td><td>±{{ t.threshold }}</td><td>{{ t.mde|num }}</td><td>{{ t.problems.compared }} of {{ t.problems.compared + t.problems.dropped_total }}</td></tr>
+<td>{{ t.effect|num(4, True) }}</td><td>[{{ t.ci_low|num(4, True) }}, {{ t.ci_high|num(4, True) }}]{% if t.ci_status == "degenerate" %} degenerate{% endif %}{% if t.unit == "cluster" %} ({{ t.n_clusters }} clusters){% endif %}</td>
+<td>{{ "N/A" if t.pvalue is none else "%.3g"|format(t.pvalue) }}</td><td>±{{ t.threshold }}</td><td>{{ t.mde|num }}{% if t.power is defined %} ({{ (100 * t.power)|round|int }}%){% endif %}</td><td>{{ t.problems.compared }} of {{ t.problems.compared + t.problems.dropped_total }}</td></tr>
 {% endfor %}</table>
 {% for t in c.tasks %}
 <h2>{{ t.task }}</h2>
 <p>{{ t.reason }}</p>
 <p>problems compared {{ t.problems.compared }}; dropped {{ t.problems.dropped_total }}{% for k, d in t.problems.dropped.items() %}; {{ d.count }} {{ k|replace("_", " ") }}{% endfor %}</p>
 {% for w in t.warnings %}<p class="badge v-inconclusive">warning: {{ w }}</p>{% endfor %}
+<p class="muted">{{ t.method }}; confidence {{ t.confidence_level }}, seed {{ t.seed }}</p>
 <table><tr><th class="l">health</th><th>baseline</th><th>candidate</th><th>delta</th></tr>
 {% for k, v in t.health.items() %}<tr><td class="l">{{ k }}</td><td>{{ v.baseline|num }}</td><td>{{ v.candidate|num }}</td><td>{{ v.delta|num(4, True) }}</td></tr>{% endfor %}
 </table>

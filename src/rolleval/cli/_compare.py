@@ -16,7 +16,9 @@ def _fmt(v: float | None, signed: bool = True) -> str:
 
 
 def render_compare(result: dict) -> str:
-    lines = [f"rolleval compare  metric {result['metric']}  (unit: problem; Holm across tasks)"]
+    lines = [
+        f"rolleval compare  metric {result['metric']}  (unit: problem, or cluster where a task declares clusters; Holm across tasks)"
+    ]
     lines.append(f"  baseline  {result['baseline']}\n  candidate {result['candidate']}")
     for t in result["tasks"]:
         sides = t["sides"]
@@ -35,6 +37,17 @@ def render_compare(result: dict) -> str:
             if t.get("effect") is not None and t.get("pvalue") is not None
             else f"  {t.get('reason') or 'no estimate'}"
         )
+        if t.get("effect") is not None and t["verdict"] in (
+            "insufficient_evidence",
+            "inconclusive",
+        ):
+            lines.append(f"  why: {t['reason']}")
+        if t.get("ci_status") == "degenerate":
+            lines.append("  interval: degenerate (every paired difference is equal: zero width)")
+        if t.get("method"):
+            lines.append(
+                f"  method: {t['method']}; confidence {t['confidence_level']:g}, seed {t['seed']}"
+            )
         b, c = sides["baseline"], sides["candidate"]
         pr = t["problems"]
         lines.append(
@@ -73,7 +86,7 @@ def render_compare(result: dict) -> str:
             if t.get("needed_problems") is not None or t.get("needed_rollouts") is not None:
                 more = f"; to decide: ~{t.get('needed_problems') or 'N/A'} problems, or {t.get('needed_rollouts') or 'N/A'} rollouts per problem"
             lines.append(
-                f"  minimum detectable effect ({round(100 * t.get('power', 0.8))}% power): {t['mde']:.4f}{more}"
+                f"  minimum detectable effect ({round(100 * t['power'])}% power): {t['mde']:.4f}{more}"
             )
         if t.get("power_note"):
             lines.append(f"  {t['power_note']}")
@@ -135,6 +148,19 @@ def render_compare(result: dict) -> str:
     default=0.05,
     show_default=True,
 )
+@click.option(
+    "--power",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.8,
+    show_default=True,
+    help="Power of the minimum detectable effect; equivalence needs that MDE <= threshold.",
+)
+@click.option(
+    "--confidence-level",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=None,
+    help="Of the interval [1 - alpha].",
+)
 @click.option("--n-resamples", type=click.IntRange(min=1), default=10_000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--task", "tasks", multiple=True, help="Compare only this task (repeatable).")
@@ -183,6 +209,8 @@ def compare_cmd(
     metric: str,
     threshold: float | None,
     alpha: float,
+    power: float,
+    confidence_level: float | None,
     n_resamples: int,
     seed: int,
     tasks: tuple[str, ...],
@@ -208,8 +236,10 @@ def compare_cmd(
         metric=metric,
         threshold=threshold,
         alpha=alpha,
+        power=power,
+        confidence_level=confidence_level,
         n_resamples=n_resamples,
-        seed=seed,
+        rng=seed,
         tasks=list(tasks) or None,
         unmatched=unmatched,
         require_provenance=require_provenance,

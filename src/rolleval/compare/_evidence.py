@@ -16,7 +16,7 @@ from ..metrics import parse_metric_name, suite_metrics
 from ._align import Alignment
 from ._frame import HEALTH_METRICS, ProblemFrame
 from ._paired import Comparison, PairedInput, paired_compare
-from ._verdict import Verdict
+from ._rule import verdict_label
 
 __all__ = [
     "DROP_WARNING_SHARE",
@@ -176,7 +176,7 @@ def unjudged_bound(
     if family not in _COUNT_FAMILIES or baseline.settings.get("score_key", "correct") != "correct":
         panel["worst_case"] = None
         return panel, f"{lead}, and no worst-case bound exists for {metric}: inconclusive"
-    against = comp.verdict != Verdict.REGRESSION  # a passing verdict must survive the worst case
+    against = comp.verdict != "regression"  # a passing verdict must survive the worst case
     worst = paired_compare(
         PairedInput(
             baseline=_refill(baseline, pb, metric, correct=against),
@@ -189,16 +189,16 @@ def unjudged_bound(
         "fill": "baseline's unjudged correct, candidate's wrong"
         if against
         else "candidate's unjudged correct, baseline's wrong",
-        "verdict": worst.verdict.value,
+        "verdict": worst.verdict,
         "effect": worst.effect,
         "ci_low": worst.ci_low,
         "ci_high": worst.ci_high,
     }
-    no_change = {Verdict.EQUIVALENT_WITHIN_THRESHOLD, Verdict.SIGNIFICANT_BELOW_THRESHOLD}
+    no_change = {"equivalent_within_threshold", "significant_below_threshold"}
     if worst.verdict == comp.verdict or {worst.verdict, comp.verdict} <= no_change:
         return panel, None
     return panel, (
         f"{lead}; in the worst case for the unjudged rollouts ({panel['worst_case']['fill']}) "
-        f"the verdict would be {worst.verdict.label} (effect {worst.effect:+.4f}), so "
-        f"{comp.verdict.label} is not established: inconclusive"
+        f"the verdict would be {verdict_label(worst.verdict)} (effect {worst.effect:+.4f}), so "
+        f"{verdict_label(comp.verdict)} is not established: inconclusive"
     )

@@ -17,6 +17,7 @@ import numpy as np
 from .._version import __version__
 from ..errors import DataError, UsageError
 from ..metrics import metric_name, parse_metric_name
+from ..metrics._vote import vote_signatures
 from ..report import (
     DEFAULT_TAUS,
     HEALTH_DEFINITIONS,
@@ -124,6 +125,21 @@ class ProblemFrame:
         if self.missing is None:
             self.missing = zeros.copy()
 
+    # per problem: answer clusters (size, correct) and rollouts voting for nothing, for
+    # maj@k / sc@k at a common k (None: not stored, e.g. an older baseline file); built
+    # on first use from ``vote_rows`` (the per-rollout arrays of a run directory)
+    stored_votes: list[Any] | None = None
+    vote_rows: tuple[Any, ...] | None = field(default=None, repr=False)
+
+    @property
+    def votes(self) -> list[Any] | None:
+        if self.stored_votes is None and self.vote_rows is not None:
+            problem, cluster, correct, n_problems, extra = self.vote_rows
+            self.stored_votes = vote_signatures(
+                problem, cluster, correct, n_problems, extra_unextracted=extra
+            )
+        return self.stored_votes
+
     @property
     def has_hashes(self) -> bool:
         return bool(self.ids) and all(h is not None for h in self.hashes)
@@ -177,12 +193,23 @@ def frame_from_table(
     full = dict(settings)
     full.setdefault("denominator_policy", policy)
     full.setdefault("timeout_policy", timeout_policy)
+    n_frame = req.astype(np.int64) if policy == "requested" else n_scored
+    g = table.r_gradable
+    # timed-out (under the failure policy) and, under "requested", unjudged rollouts count
+    # in the denominator and vote for nothing
+    vote_rows = (
+        table.r_problem[g],
+        table.r_cluster[g],
+        table.r_correct[g],
+        table.n_problems,
+        (n_frame - table.per_problem(g)).astype(np.int64),
+    )
     return ProblemFrame(
         task=settings.get("name") or "",
         ids=list(table.problem_ids),
         hashes=list(table.content_hashes),
         clusters=list(table.clusters),
-        n=(req.astype(np.int64) if policy == "requested" else n_scored),
+        n=n_frame,
         c=table.per_problem(scored & table.r_correct).astype(np.int64),
         requested=req.copy(),
         values=values,
@@ -208,6 +235,7 @@ def frame_from_table(
         run_id=run_id,
         model=model,
         run_status=run_status,
+        vote_rows=vote_rows,
     )
 
 
@@ -272,6 +300,7 @@ def save_baseline(
                 k: {"numerator": num.tolist(), "denominator": den.tolist()}
                 for k, (num, den) in fr.health.items()
             },
+            "votes": [[[list(c) for c in sig], u] for sig, u in (fr.votes or [])],
         }
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_json(out, doc)
@@ -330,6 +359,14 @@ def frames_from_baseline(path: str | os.PathLike[str]) -> dict[str, ProblemFrame
                 run_id=doc.get("run_id"),
                 model=doc.get("model"),
                 run_status=doc.get("run_status"),
+                stored_votes=(
+                    [
+                        (tuple((int(sz), bool(ok)) for sz, ok in sig), int(u))
+                        for sig, u in t["votes"]
+                    ]
+                    if t.get("votes") is not None and len(t["votes"]) == T
+                    else None
+                ),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise DataError(

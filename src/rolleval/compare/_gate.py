@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import yaml
 
 from ..errors import (
@@ -175,7 +176,9 @@ def gate_run(
     *,
     policy: dict[str, Any] | None = None,
     n_resamples: int = 10_000,
-    seed: int = 0,
+    rng: int | np.random.Generator | None = 0,
+    power: float = 0.8,
+    confidence_level: float | None = None,
     unmatched: Literal["error", "exclude"] = "error",
     observe: bool = False,
     allow_incomplete: bool = False,
@@ -239,7 +242,9 @@ def gate_run(
                 threshold=tau,
                 alpha=alpha,
                 n_resamples=n_resamples,
-                seed=seed,
+                rng=rng,
+                power=power,
+                confidence_level=confidence_level,
                 unmatched=unmatched,
             )
             key = f"{t}:{metric}"
@@ -281,7 +286,7 @@ def gate_run(
                     "task": t,
                     "check": f"{metric} paired compare (tau={comp.threshold})",
                     "value": _fmt_effect(comp),
-                    "verdict": decision.verdicts[key].value,
+                    "verdict": decision.verdicts[key],
                     "adjusted_pvalue": decision.adjusted_pvalues.get(key),
                 }
             )

@@ -19,6 +19,7 @@ import numpy as np
 from ..errors import EXIT_INCONCLUSIVE, EXIT_NEGATIVE, EXIT_OK, UsageError
 from ..report import pooled_rate
 from ._align import Alignment, align_frames
+from ._common_k import COMMON_K_METRICS, common_k_values
 from ._evidence import check_complete, drop_accounting, refuse_incomplete, unjudged_bound
 from ._frame import (
     HEALTH_METRICS,
@@ -30,7 +31,8 @@ from ._frame import (
 )
 from ._movers import problem_movers
 from ._paired import Comparison, PairedInput, paired_compare
-from ._verdict import Verdict, gate_decision
+from ._rule import ComparisonVerdict, verdict_exit_code, verdict_label
+from ._verdict import gate_decision
 
 __all__ = [
     "CompareResult",
@@ -42,14 +44,24 @@ __all__ = [
 ]
 
 
+_RATE_METRICS_PREFIX = ("pass@", "pass^", "G-Pass@", "mG-Pass@", "maj@", "consecutive-pass^")
+
+
+def _is_rate(metric: str) -> bool:
+    return metric.startswith(_RATE_METRICS_PREFIX) or metric in (
+        "self_consistency",
+        *[m for m in HEALTH_METRICS if m.endswith("_rate")],
+    )
+
+
 def default_threshold(metric: str) -> float:
     """0.02 for metrics on a 0-1 scale; other metrics need an explicit threshold."""
     metric = canonical_metric(metric)
-    if metric == "output_tokens":
-        raise UsageError(
-            f"metric {metric!r} is not a rate on a 0-1 scale: pass --threshold in its own units"
-        )
-    return 0.02
+    if _is_rate(metric):
+        return 0.02
+    raise UsageError(
+        f"metric {metric!r} is not a rate on a 0-1 scale: pass --threshold in its own units"
+    )
 
 
 @dataclass
@@ -165,8 +177,9 @@ def compare_frames(
     metric: str = "pass@1",
     threshold: float | None = None,
     alpha: float = 0.05,
+    confidence_level: float | None = None,
     n_resamples: int = 10_000,
-    seed: int = 0,
+    rng: int | np.random.Generator | None = 0,
     power: float = 0.8,
     unmatched: Literal["error", "exclude"] = "error",
     require_provenance: bool = False,
@@ -180,8 +193,13 @@ def compare_frames(
     tau = default_threshold(metric) if threshold is None else threshold
     direction = metric_direction(metric)
     pb, pc = al.pos_baseline, al.pos_candidate
-    vb = _metric_values(baseline, pb, metric)
-    vc = _metric_values(candidate, pc, metric)
+    if metric in COMMON_K_METRICS:
+        vb, vc, common_k = common_k_values(baseline, candidate, pb, pc, metric)
+        al.notes.append(common_k["note"])
+    else:
+        vb = _metric_values(baseline, pb, metric)
+        vc = _metric_values(candidate, pc, metric)
+    clusters = [baseline.clusters[i] for i in pb.tolist()]
     binomial = metric == "pass@1" and baseline.settings.get("score_key", "correct") == "correct"
     inp = PairedInput(
         baseline=vb,
@@ -191,19 +209,25 @@ def compare_frames(
         n_baseline=baseline.n[pb] if binomial else None,
         c_candidate=candidate.c[pc] if binomial else None,
         n_candidate=candidate.n[pc] if binomial else None,
+        value_range=(0.0, 1.0) if _is_rate(metric) else None,
+        clusters=clusters if any(c is not None for c in clusters) else None,
     )
-    kwargs: dict[str, Any] = {
+    stats = {
         "alpha": alpha,
+        "confidence_level": confidence_level,
         "n_resamples": n_resamples,
-        "rng": seed,
+        "rng": rng,
         "power": power,
     }
-    comp = paired_compare(inp, threshold=tau, **kwargs)
+    comp = paired_compare(inp, threshold=tau, **stats)
     problems, warnings = drop_accounting(al, vb, vc, metric, baseline, candidate)
-    unjudged, why = unjudged_bound(baseline, candidate, al, metric, comp, kwargs)
+    unjudged, why = unjudged_bound(baseline, candidate, al, metric, comp, stats)
     if why is not None:
         comp = dataclasses.replace(
-            comp, verdict=Verdict.INCONCLUSIVE, exit_code=Verdict.INCONCLUSIVE.exit_code, reason=why
+            comp,
+            verdict="inconclusive",
+            exit_code=verdict_exit_code("inconclusive"),
+            reason=why,
         )
     health = {}
     for name in HEALTH_METRICS:
@@ -219,13 +243,12 @@ def compare_frames(
             "definition": HEALTH_METRICS[name],
         }
     sc = None
-    if metric != "self_consistency" and "self_consistency" in baseline.values:
+    if metric != "self_consistency" and baseline.votes is not None and candidate.votes is not None:
+        sc_b, sc_c, _ = common_k_values(baseline, candidate, pb, pc, "self_consistency")
         sc_comp = paired_compare(
-            PairedInput(
-                baseline.value("self_consistency")[pb], candidate.value("self_consistency")[pc]
-            ),
+            PairedInput(sc_b, sc_c, value_range=(0.0, 1.0), clusters=inp.clusters),
             threshold=0.02,
-            **kwargs,
+            **stats,
         )
         sc = {k: sc_comp.to_dict()[k] for k in ("verdict", "effect", "ci_low", "ci_high", "pvalue")}
         sc["note"] = (
@@ -262,7 +285,7 @@ class Overall:
 
     verdict: Literal["regression", "inconclusive", "pass"]
     exit_code: int
-    verdicts: dict[str, Verdict]
+    verdicts: dict[str, ComparisonVerdict]
     adjusted_pvalues: dict[str, float | None]
     notes: list[str]
 
@@ -285,30 +308,30 @@ def decide_overall(
       multiplicity-adjusted, and say so in ``notes``.
     """
     gate = gate_decision(comparisons, alpha=alpha)
-    verdicts: dict[str, Verdict] = {}
+    verdicts: dict[str, ComparisonVerdict] = {}
     notes: list[str] = []
     for key, gm in gate.metrics.items():
         comp = comparisons[key]
         v = gm.verdict
         if key in forced:
-            v = Verdict.INCONCLUSIVE
+            v = "inconclusive"
         elif (
-            v == Verdict.INCONCLUSIVE
-            and comp.verdict in (Verdict.IMPROVEMENT, Verdict.SIGNIFICANT_BELOW_THRESHOLD)
+            v == "inconclusive"
+            and comp.verdict in ("improvement", "significant_below_threshold")
             and comp.ci_low is not None
             and comp.ci_low > 0
         ):
             v = comp.verdict
             notes.append(
-                f"{key}: {v.label} kept although Holm removes its significance: its interval "
+                f"{key}: {verdict_label(v)} kept although Holm removes its significance: its interval "
                 f"[{comp.ci_low:+.4f}, {comp.ci_high:+.4f}] excludes every drop, so it cannot block "
                 "(the label is not multiplicity-adjusted)"
             )
         verdicts[key] = v
     values = set(verdicts.values())
-    if Verdict.REGRESSION in values:
+    if "regression" in values:
         return Overall("regression", EXIT_NEGATIVE, verdicts, dict(gate.adjusted_pvalues), notes)
-    if values & {Verdict.INCONCLUSIVE, Verdict.INSUFFICIENT_EVIDENCE}:
+    if values & {"inconclusive", "insufficient_evidence"}:
         return Overall(
             "inconclusive", EXIT_INCONCLUSIVE, verdicts, dict(gate.adjusted_pvalues), notes
         )
@@ -322,8 +345,9 @@ def compare_runs(
     metric: str = "pass@1",
     threshold: float | None = None,
     alpha: float = 0.05,
+    confidence_level: float | None = None,
     n_resamples: int = 10_000,
-    seed: int = 0,
+    rng: int | np.random.Generator | None = 0,
     power: float = 0.8,
     tasks: list[str] | None = None,
     unmatched: Literal["error", "exclude"] = "error",
@@ -382,8 +406,9 @@ def compare_runs(
             metric=metric,
             threshold=threshold,
             alpha=alpha,
+            confidence_level=confidence_level,
             n_resamples=n_resamples,
-            seed=seed,
+            rng=rng,
             power=power,
             unmatched=unmatched,
             require_provenance=require_provenance,
@@ -412,7 +437,7 @@ def compare_runs(
         verdict=verdict,
         exit_code=EXIT_OK if observe else code,
         adjusted_pvalues=overall.adjusted_pvalues,
-        adjusted_verdicts={k: v.value for k, v in overall.verdicts.items()},
+        adjusted_verdicts=dict(overall.verdicts),
         skipped_tasks=skipped,
         reasons=[*reasons, *overall.notes],
         incomplete=incomplete,
