@@ -26,9 +26,19 @@ import numpy as np
 
 from .errors import DataError, UsageError
 from .records import ROLLOUT_STATUSES
-from .store import JsonlColumns, TaskFiles, read_jsonl, read_jsonl_columns
+from .store import JsonlColumns, TaskFiles, read_jsonl_columns
 
-__all__ = ["STATUS_CODES", "TaskTable", "build_task_table", "load_task_table"]
+__all__ = [
+    "STATUS_CODES",
+    "UNREAD_JUDGEMENT_FIELDS",
+    "UNREAD_PROMPT_FIELDS",
+    "JudgementRow",
+    "PromptRow",
+    "ScoredJudgementRow",
+    "TaskTable",
+    "build_task_table",
+    "load_task_table",
+]
 
 STATUS_CODES = {s: i for i, s in enumerate(ROLLOUT_STATUSES)}
 _OK, _TIMEOUT, _INFRA, _SKIPPED = (
@@ -152,8 +162,23 @@ _COLUMN_TYPES: list[tuple[str, tuple[type, ...], bool]] = [
 ]
 
 
+class PromptRow(msgspec.Struct, gc=False):
+    """The fields of a prompt record that reports read (the prompt text is skipped unread)."""
+
+    problem_id: str
+    content_hash: str
+    cluster: str | None = None
+
+
+#: Fields of the record models the columnar rows deliberately do not read. A field added to
+#: :class:`~rolleval.records.JudgementRecord` or :class:`~rolleval.records.PromptRecord` must
+#: be added to a row above or listed here (``tests/test_record_contract.py`` checks it).
+UNREAD_JUDGEMENT_FIELDS = frozenset({"grader", "judge_raw"})
+UNREAD_PROMPT_FIELDS = frozenset({"prompt", "reference", "reference_kind", "extras"})
+
+
 def build_task_table(
-    prompts: list[dict[str, Any]],
+    prompts: list[dict[str, Any]] | JsonlColumns,
     judgements: list[dict[str, Any]] | JsonlColumns,
     *,
     requested: int | None,
@@ -167,6 +192,13 @@ def build_task_table(
     ``requested`` is the number of rollouts asked per problem; ``None`` (imported runs with no
     declared ``n``) takes, per problem, one more than the largest index present.
     """
+    if isinstance(prompts, JsonlColumns):
+        pc = prompts.columns
+        prompt_lines = [prompts.line_of(i) for i in range(prompts.n)]
+        prompts = [
+            {"problem_id": pid, "content_hash": h, "cluster": c}
+            for pid, h, c in zip(pc["problem_id"], pc["content_hash"], pc["cluster"])
+        ]
     if prompt_lines is None:
         prompt_lines = list(range(1, len(prompts) + 1))
     _check_score_key(score_key)
@@ -334,7 +366,9 @@ def load_task_table(task: TaskFiles, *, settings: dict[str, Any] | None = None) 
     """Read a task's prompts and judgements from disk into a :class:`TaskTable`."""
     settings = task.read_task() if settings is None else settings
     score_key = settings.get("score_key", "correct")
-    prompts = read_jsonl(task.prompts, what="prompt records")
+    prompts = read_jsonl_columns(
+        task.prompts, PromptRow, what="prompt records", fix="prompt records need these fields"
+    )
     judgements = read_jsonl_columns(
         task.judgements,
         JudgementRow if score_key == "correct" else ScoredJudgementRow,
@@ -343,11 +377,10 @@ def load_task_table(task: TaskFiles, *, settings: dict[str, Any] | None = None) 
         fix="regrade the run to rebuild judgements",
     )
     table = build_task_table(
-        prompts.records,
+        prompts,
         judgements,
         requested=settings.get("n_rollouts"),
         prompts_path=task.prompts,
-        prompt_lines=prompts.lines,
         judgements_path=task.judgements,
         score_key=score_key,
     )
