@@ -12,14 +12,13 @@ import typing
 import msgspec
 import orjson
 import pytest
-from conftest import assert_run_valid, run_cli
 
-from rolleval import build_config, regrade_run, run_eval
+from conftest import assert_run_valid, run_cli
+from rolleval import build_config, run_eval
 from rolleval.errors import DataError
 from rolleval.records import (
     JudgementRecord,
     PromptRecord,
-    RolloutRecord,
     RunManifest,
     TaskSettings,
     dump_record,
@@ -205,7 +204,9 @@ def test_row_field_types_accept_what_the_model_declares():
         elif name == "status":
             assert ann is str  # the Literal is checked by the table, naming the line
         elif name == "metrics":
-            assert model_ann == dict[str, float] and ann == dict[str, float] | None  # {} not written
+            assert (
+                model_ann == dict[str, float] and ann == dict[str, float] | None
+            )  # {} not written
         else:
             assert ann == model_ann, name
 
@@ -233,7 +234,9 @@ def test_typed_reader_names_file_line_and_field(tmp_path):
     rec["index"] = "two"
     lines[2] = orjson.dumps(rec) + b"\n"
     tf.rollouts.write_bytes(b"".join(lines))
-    with pytest.raises(DataError, match=r"rollouts\.jsonl:3: 'index': Input should be a valid integer"):
+    with pytest.raises(
+        DataError, match=r"rollouts\.jsonl:3: 'index': Input should be a valid integer"
+    ):
         tf.read_rollouts()
     lines[2] = b'{"problem_id": \n'
     tf.rollouts.write_bytes(b"".join(lines))

@@ -17,8 +17,8 @@ import time
 
 import orjson
 import pytest
-from conftest import run_cli, tree_bytes
 
+from conftest import run_cli, tree_bytes
 from rolleval import build_config, regrade_run, report_run, run_eval
 from rolleval.errors import UsageError
 from rolleval.records import LockHolder, RunManifest, TaskSettings
@@ -155,9 +155,7 @@ def test_the_lock_is_reentrant_within_a_process_and_exclusive_across(tmp_path):
     assert (tmp_path / "d" / LOCK_NAME).read_bytes() == b""
 
 
-def test_two_concurrent_resumes_one_is_refused_and_nothing_is_requested_twice(
-    tmp_path, data_file
-):
+def test_two_concurrent_resumes_one_is_refused_and_nothing_is_requested_twice(tmp_path, data_file):
     gate = threading.Event()
     served = []
 
@@ -172,8 +170,17 @@ def test_two_concurrent_resumes_one_is_refused_and_nothing_is_requested_twice(
         out = tmp_path / "r"
         env = {**os.environ, "PYTHONWARNINGS": "ignore"}
         first = subprocess.Popen(
-            [sys.executable, "-m", "rolleval", "run", "--config", str(cfg), "--out", str(out),
-             "--no-progress"],
+            [
+                sys.executable,
+                "-m",
+                "rolleval",
+                "run",
+                "--config",
+                str(cfg),
+                "--out",
+                str(out),
+                "--no-progress",
+            ],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -203,10 +210,21 @@ def test_two_fresh_runs_racing_for_one_out_leave_exactly_one_run(tmp_path, data_
         cfg = _yaml(tmp_path / "run.yaml", srv, data_file)
         out = tmp_path / "runs" / "r"
         env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-        argv = [sys.executable, "-m", "rolleval", "run", "--config", str(cfg), "--out", str(out),
-                "--no-progress"]
+        argv = [
+            sys.executable,
+            "-m",
+            "rolleval",
+            "run",
+            "--config",
+            str(cfg),
+            "--out",
+            str(out),
+            "--no-progress",
+        ]
         procs = [
-            subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            subprocess.Popen(
+                argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            )
             for _ in range(2)
         ]
         results = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
@@ -256,11 +274,13 @@ def test_a_missing_api_key_is_a_usage_error_before_anything_is_written(
 
 def test_a_run_directory_appears_complete_or_not_at_all(tmp_path):
     target = tmp_path / "new"
-    with pytest.raises(RuntimeError, match="importer crashed"):
-        with RunWriter.create(target, RunManifest(run_id="x")) as w:
-            w.add_task(TaskSettings(name="t", n_rollouts=1), [])
-            assert not target.exists()  # built beside the target
-            raise RuntimeError("importer crashed")
+    with (
+        pytest.raises(RuntimeError, match="importer crashed"),
+        RunWriter.create(target, RunManifest(run_id="x")) as w,
+    ):
+        w.add_task(TaskSettings(name="t", n_rollouts=1), [])
+        assert not target.exists()  # built beside the target
+        raise RuntimeError("importer crashed")
     assert not target.exists() and list(tmp_path.iterdir()) == []
     with RunWriter.create(target, RunManifest(run_id="x")) as w:
         w.add_task(TaskSettings(name="t", n_rollouts=1), [])

@@ -228,7 +228,9 @@ def show_records(
                     "finish_reason": (
                         rr.finish_reason
                         if rr is not None and rr.finish_reason is not None
-                        else jr.finish_reason if jr is not None else None
+                        else jr.finish_reason
+                        if jr is not None
+                        else None
                     ),
                     "error": rr.error if rr is not None else None,
                     "extracted": jr.extracted if jr is not None else None,

@@ -32,7 +32,7 @@ import os
 import re
 import warnings
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
@@ -400,9 +400,7 @@ def _field_error(exc: ValidationError, *, skip: int = 0) -> str:
     return f"{loc!r}: {msg}" if loc else msg
 
 
-def read_model(
-    path: str | os.PathLike[str], model: type[M], *, what: str, fix: str = ""
-) -> M:
+def read_model(path: str | os.PathLike[str], model: type[M], *, what: str, fix: str = "") -> M:
     """Read a JSON file and validate it against ``model`` (a :mod:`rolleval.records` model).
 
     A missing, malformed or invalid file is a :class:`DataError` naming the file and the
@@ -496,7 +494,9 @@ def read_records(
                     path=path,
                     line=number,
                 ) from None
-            raise DataError(f"{_field_error(exc, skip=1)}{suffix}", path=path, line=number) from None
+            raise DataError(
+                f"{_field_error(exc, skip=1)}{suffix}", path=path, line=number
+            ) from None
         for number, ln in numbered:
             try:
                 orjson.loads(ln)
@@ -615,9 +615,7 @@ class RunDir:
         return self.path / "report.json"
 
     @classmethod
-    def create(
-        cls, path: str | os.PathLike[str], manifest: RunManifest | dict[str, Any]
-    ) -> RunDir:
+    def create(cls, path: str | os.PathLike[str], manifest: RunManifest | dict[str, Any]) -> RunDir:
         """Create a new run directory holding only ``manifest`` (atomically, under its lock);
         refuse one that exists and is not empty. Runs with tasks are made with
         :class:`rolleval.writer.RunWriter`."""

@@ -115,7 +115,10 @@ def write_synthetic_run(
             if infra[i, j]:
                 rollouts.append(
                     RolloutRecord(
-                        problem_id=pid, index=j, status="infra_error", error="HTTP 503 after 5 retries"
+                        problem_id=pid,
+                        index=j,
+                        status="infra_error",
+                        error="HTTP 503 after 5 retries",
                     )
                 )
                 verdicts.append(

@@ -166,7 +166,7 @@ class PromptRow(msgspec.Struct, gc=False):
     """The fields of a prompt record that reports read (the prompt text is skipped unread)."""
 
     problem_id: str
-    content_hash: str
+    content_hash: str | None = None
     cluster: str | None = None
 
 

@@ -126,7 +126,9 @@ class TaskWriter:
         lines = [dump_record(_check(r, JudgementRecord)) for r in records]
         self._appender("_judgements").write_many(lines)
 
-    def replace_judgements(self, records: Sequence[JudgementRecord], *, backup: bool = False) -> None:
+    def replace_judgements(
+        self, records: Sequence[JudgementRecord], *, backup: bool = False
+    ) -> None:
         """Replace ``judgements.jsonl`` atomically (``backup``: keep the old one as
         ``judgements.prev.jsonl``)."""
         data = b"".join(dump_record(_check(r, JudgementRecord)) for r in records)
@@ -180,7 +182,9 @@ class RunWriter:
         """Start a new run at ``path`` (refused if it exists and is not empty), built in a
         partial directory beside it until :meth:`commit`."""
         target = Path(path)
-        info = manifest if isinstance(manifest, RunManifest) else RunManifest.model_validate(manifest)
+        info = (
+            manifest if isinstance(manifest, RunManifest) else RunManifest.model_validate(manifest)
+        )
         if _occupied(target):
             raise _exists_error(target)
         target.parent.mkdir(parents=True, exist_ok=True)

@@ -93,4 +93,3 @@ __all__ = [
     "effective_rollouts",
     "make_judgement",
 ]
-

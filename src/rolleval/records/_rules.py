@@ -148,9 +148,7 @@ class JudgementSet:
     torn_line: int | None = None
 
     @classmethod
-    def build(
-        cls, records: list[JudgementRecord], *, torn_line: int | None = None
-    ) -> JudgementSet:
+    def build(cls, records: list[JudgementRecord], *, torn_line: int | None = None) -> JudgementSet:
         chosen, dups = effective_judgements(records)
         return cls(records, chosen, dups, torn_line)
 

@@ -77,8 +77,10 @@ class PromptRecord(StreamRecord):
     """Cluster key for clustered standard errors (e.g. the MMLU subject); ``None`` = singleton."""
     extras: dict[str, Any] = Field(default_factory=dict)
     """Task-specific facts, e.g. ``{"permutation": [2, 0, 3, 1]}`` for shuffled choices."""
-    content_hash: str
-    """``sha256`` of the canonical JSON of ``{"prompt": ..., "reference": ...}`` (:func:`content_hash`)."""
+    content_hash: str | None = None
+    """``sha256`` of the canonical JSON of ``{"prompt": ..., "reference": ...}`` (:func:`content_hash`).
+    Always written by rolleval; ``None`` only in runs imported without it, which ``compare``
+    then aligns by problem id alone."""
 
     @classmethod
     def build(
@@ -205,9 +207,7 @@ def dump_record(record: BaseModel) -> bytes:
     return orjson.dumps(data) + b"\n"
 
 
-def make_judgement(
-    rollout: RolloutRecord, verdict: Any, grader: str | None
-) -> JudgementRecord:
+def make_judgement(rollout: RolloutRecord, verdict: Any, grader: str | None) -> JudgementRecord:
     """The judgement record for a rollout and the grader's verdict on it.
 
     ``verdict`` is ``None`` for rollouts that were not graded (status other than ``ok``);

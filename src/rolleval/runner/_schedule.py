@@ -125,7 +125,11 @@ class Scheduler:
         batches: list[list[Request]] = []
         for req in self.requests:
             last = batches[-1][0] if batches else None
-            if server_n and last is not None and (last.task, last.problem_id) == (req.task, req.problem_id):
+            if (
+                server_n
+                and last is not None
+                and (last.task, last.problem_id) == (req.task, req.problem_id)
+            ):
                 batches[-1].append(req)
             else:
                 batches.append([req])
