@@ -253,3 +253,15 @@ def test_task_settings_read_back_equal_to_what_was_written(tmp_path):
     tf = run.task("synthetic_math")
     assert tf.read_task() == orjson.loads(tf.task_json.read_bytes())
     assert tf.read_settings().n_rollouts == 2
+
+
+def test_baseline_file_validates_against_its_model(tmp_path):
+    from rolleval.records import BaselineFile
+
+    write_synthetic_run(tmp_path / "s", n_problems=12, n_rollouts=4, p_infra_error=0.1)
+    res = run_cli("baseline", "save", str(tmp_path / "s"), "--out", str(tmp_path / "b.json"))
+    assert res.returncode == 0, res.stderr
+    doc = BaselineFile.model_validate(orjson.loads((tmp_path / "b.json").read_bytes()))
+    task = doc.tasks["synthetic_math"]
+    assert len(task.ids) == len(task.n) == len(task.c) == 12
+    assert all(len(v) == 12 for v in task.values.values())
