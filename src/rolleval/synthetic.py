@@ -32,6 +32,7 @@ __all__ = ["true_rates", "write_synthetic_run"]
 
 _GRADER_SPEC = {"type": "math", "extractors": ["boxed", "answer_line", "last_number"]}
 _GRADER_IDENTITY = "math@synthetic"
+_CHUNK = 1 << 14
 
 
 def write_synthetic_run(
@@ -106,81 +107,100 @@ def write_synthetic_run(
     trunc = rng.random((T, K)) < p_truncated
     wrong_pick = rng.integers(0, 3, size=(T, K))  # wrong answers vote among 3 values
     tokens = rng.integers(20, 400, size=(T, K))
+    writer = RunWriter.create(path, manifest, command="example")
+    tw = writer.add_task(settings, prompts)
     rollouts: list[RolloutRecord] = []
     verdicts: list[JudgementRecord] = []
-    for i, pid in enumerate(ids):
-        gold = int(golds[i])
-        clusters_seen: dict[str, int] = {}
-        for j in range(K):
-            if infra[i, j]:
+    first: list[JudgementRecord] = []  # the judgements repeated as duplicates
+
+    def flush() -> None:
+        tw.add_rollouts(rollouts)
+        if judgements:
+            tw.add_judgements(verdicts)
+        if len(first) < duplicates:
+            first.extend(verdicts[: duplicates - len(first)])
+        rollouts.clear()
+        verdicts.clear()
+
+    try:
+        for i, pid in enumerate(ids):
+            if len(rollouts) >= _CHUNK:
+                flush()  # written a chunk at a time: memory stays flat for million-rollout runs
+            gold = int(golds[i])
+            clusters_seen: dict[str, int] = {}
+            for j in range(K):
+                if infra[i, j]:
+                    rollouts.append(
+                        RolloutRecord(
+                            problem_id=pid,
+                            index=j,
+                            status="infra_error",
+                            error="HTTP 503 after 5 retries",
+                        )
+                    )
+                    verdicts.append(
+                        JudgementRecord(
+                            problem_id=pid, index=j, status="infra_error", grader=_GRADER_IDENTITY
+                        )
+                    )
+                    continue
+                if correct[i, j]:
+                    ans: str | None = str(gold)
+                elif unext[i, j]:
+                    ans = None
+                else:
+                    ans = str(gold + 1 + int(wrong_pick[i, j]))
+                text = (
+                    f"Reasoning... so the answer is \\boxed{{{ans}}}."
+                    if ans is not None
+                    else "I am not sure."
+                )
+                finish = "length" if trunc[i, j] else "stop"
+                n_tokens = int(tokens[i, j])
                 rollouts.append(
                     RolloutRecord(
                         problem_id=pid,
                         index=j,
-                        status="infra_error",
-                        error="HTTP 503 after 5 retries",
+                        status="ok",
+                        text=text,
+                        finish_reason=finish,
+                        usage=Usage(prompt_tokens=30, completion_tokens=n_tokens),
+                        latency_s=n_tokens / 100.0,
+                        seed=seed * 1_000_003 + i * 1009 + j,
                     )
                 )
+                verdict: dict[str, Any] = {}
+                if gerr[i, j]:
+                    verdict["grader_error"] = "timeout after 30s"
+                else:
+                    if ans is not None:
+                        verdict["extracted"] = ans
+                        verdict["cluster"] = clusters_seen.setdefault(ans, j)
+                    verdict["correct"] = bool(correct[i, j])
                 verdicts.append(
                     JudgementRecord(
-                        problem_id=pid, index=j, status="infra_error", grader=_GRADER_IDENTITY
+                        problem_id=pid,
+                        index=j,
+                        status="ok",
+                        finish_reason=finish,
+                        output_tokens=n_tokens,
+                        grader=_GRADER_IDENTITY,
+                        **verdict,
                     )
                 )
-                continue
-            if correct[i, j]:
-                ans: str | None = str(gold)
-            elif unext[i, j]:
-                ans = None
-            else:
-                ans = str(gold + 1 + int(wrong_pick[i, j]))
-            text = (
-                f"Reasoning... so the answer is \\boxed{{{ans}}}."
-                if ans is not None
-                else "I am not sure."
-            )
-            finish = "length" if trunc[i, j] else "stop"
-            n_tokens = int(tokens[i, j])
-            rollouts.append(
-                RolloutRecord(
-                    problem_id=pid,
-                    index=j,
-                    status="ok",
-                    text=text,
-                    finish_reason=finish,
-                    usage=Usage(prompt_tokens=30, completion_tokens=n_tokens),
-                    latency_s=n_tokens / 100.0,
-                    seed=seed * 1_000_003 + i * 1009 + j,
-                )
-            )
-            verdict: dict[str, Any] = {}
-            if gerr[i, j]:
-                verdict["grader_error"] = "timeout after 30s"
-            else:
-                if ans is not None:
-                    verdict["extracted"] = ans
-                    verdict["cluster"] = clusters_seen.setdefault(ans, j)
-                verdict["correct"] = bool(correct[i, j])
-            verdicts.append(
-                JudgementRecord(
-                    problem_id=pid,
-                    index=j,
-                    status="ok",
-                    finish_reason=finish,
-                    output_tokens=n_tokens,
-                    grader=_GRADER_IDENTITY,
-                    **verdict,
-                )
-            )
+    except BaseException:
+        writer.close()  # nothing is left behind: the partial directory is removed
+        raise
+    flush()
     # duplicates: repeat the first `duplicates` judgements with flipped verdicts (must be ignored)
-    verdicts += [
-        v.model_copy(update={"correct": not v.correct}) if v.correct is not None else v
-        for v in verdicts[:duplicates]
-    ]
-    with RunWriter.create(path, manifest, command="example") as writer:
-        tw = writer.add_task(settings, prompts)
-        tw.add_rollouts(rollouts)
-        if judgements:
-            tw.add_judgements(verdicts)
+    with writer:
+        if judgements and first:
+            tw.add_judgements(
+                [
+                    v.model_copy(update={"correct": not v.correct}) if v.correct is not None else v
+                    for v in first
+                ]
+            )
         run = writer.finish()
     if judgements and torn_tail:
         # a fault on purpose: the torn last line a process killed mid-write leaves behind

@@ -197,14 +197,15 @@ _DROP_EMPTY = ("metrics", "extras")
 
 def dump_record(record: BaseModel) -> bytes:
     """One JSONL line (with trailing newline) for a record; ``None`` values and empty
-    ``metrics``/``extras`` are dropped."""
+    ``metrics``/``extras`` are dropped. Serialised by pydantic's compiled core (compact
+    JSON, UTF-8)."""
     if not isinstance(record, BaseModel):
         raise TypeError(f"dump_record takes a record model, got {type(record).__name__}")
-    data = record.model_dump(exclude_none=True)
-    for key in _DROP_EMPTY:
-        if key in data and not data[key]:
-            del data[key]
-    return orjson.dumps(data) + b"\n"
+    empty = {k for k in _DROP_EMPTY if k in type(record).model_fields and not getattr(record, k)}
+    return (
+        record.__pydantic_serializer__.to_json(record, exclude_none=True, exclude=empty or None)
+        + b"\n"
+    )
 
 
 def make_judgement(rollout: RolloutRecord, verdict: Any, grader: str | None) -> JudgementRecord:
