@@ -19,6 +19,7 @@ from rolleval.errors import DataError
 from rolleval.records import (
     JudgementRecord,
     PromptRecord,
+    RolloutRecord,
     RunManifest,
     TaskSettings,
     dump_record,
@@ -265,3 +266,175 @@ def test_baseline_file_validates_against_its_model(tmp_path):
     task = doc.tasks["synthetic_math"]
     assert len(task.ids) == len(task.n) == len(task.c) == 12
     assert all(len(v) == 12 for v in task.values.values())
+
+
+# ---------------------------------------------------------------- schema version 1 on disk
+
+_V1_MANIFEST = {
+    "config": {"model": "m", "n_rollouts": 2, "seed": 0},
+    "created_at": "2026-01-01T00:00:00Z",
+    "format": "rolleval-run",
+    "measurement": {"model": "m", "n": 2},
+    "provenance": {"endpoint": {"models": [], "models_error": None}, "server": None},
+    "provenance_resumes": [],
+    "rolleval_version": "0.1.0",
+    "run_id": "abc",
+    "schema_version": 1,
+    "segments": [
+        {
+            "completed": 4,
+            "ended_at": "2026-01-01T00:00:01Z",
+            "failed": 0,
+            "requested": 4,
+            "seconds": 1.0,
+            "started_at": "2026-01-01T00:00:00Z",
+            "status": "completed",
+        }
+    ],
+    "status": "completed",
+    "tasks": ["t"],
+    "throughput": {"concurrency": 8, "ks": None},
+}
+_V1_TASK = {
+    "cluster_field": None,
+    "denominator_policy": "judged",
+    "description": None,
+    "eval_set_hash": "0" * 64,
+    "grader": {"type": "math"},
+    "grader_dependencies": {"math-verify": None, "rolleval": "0.1.0"},
+    "grader_identity": "math@1",
+    "ks": None,
+    "licence": "CC-BY",
+    "n_problems": 2,
+    "n_rollouts": 2,
+    "name": "t",
+    "problem_hashes": {"t/a": "1" * 64, "t/b": "2" * 64},
+    "sampling": {
+        "extra_body": {},
+        "max_tokens": None,
+        "stop": None,
+        "temperature": 0.7,
+        "top_p": None,
+    },
+    "score_key": "correct",
+    "source": {"path": "/data.jsonl", "sha256": "3" * 64},
+}
+_V1_PROFILE = {
+    "latency_s": {"n": 0, "p50": None, "p90": None, "p99": None},
+    "note": "throughput uses the wall time of all run segments (all tasks of the run share it)",
+    "response_models": [],
+    "retries": 0,
+    "rollouts": {"attempts": 4, "by_status": {"ok": 4}, "effective": 4},
+    "rollouts_per_second": 4.0,
+    "system_fingerprints": [],
+    "tokens": {
+        "completion_mean": None,
+        "completion_total": None,
+        "prompt_total": None,
+        "reported_by": 0,
+    },
+    "wall_seconds": 1.0,
+}
+
+
+def test_files_written_by_the_first_schema_1_writers_read_unchanged(tmp_path):
+    """The JSON files as rolleval 0.1.0's runner wrote them (nulls kept, no versions in
+    task.json / profile.json, judgement keys in the old order) read back unchanged."""
+    from rolleval.api import report_run
+    from rolleval.records import Profile
+
+    run = tmp_path / "old"
+    task = run / "tasks" / "t"
+    task.mkdir(parents=True)
+    (run / "manifest.json").write_bytes(orjson.dumps(_V1_MANIFEST))
+    (task / "task.json").write_bytes(orjson.dumps(_V1_TASK))
+    (task / "profile.json").write_bytes(orjson.dumps(_V1_PROFILE))
+    prompts = [
+        {
+            "problem_id": "t/a",
+            "prompt": [{"role": "user", "content": "a"}],
+            "reference": "1",
+            "content_hash": "1" * 64,
+        },
+        {
+            "problem_id": "t/b",
+            "prompt": "b",
+            "reference": ["2", "two"],
+            "cluster": "x",
+            "extras": {"k": 1},
+            "content_hash": "2" * 64,
+        },
+    ]
+    (task / "prompts.jsonl").write_bytes(b"".join(orjson.dumps(p) + b"\n" for p in prompts))
+    judgements = [
+        {
+            "problem_id": pid,
+            "index": j,
+            "status": "ok",
+            "finish_reason": "stop",
+            "output_tokens": 3,
+            "grader": "math@1",
+            "extracted": "1",
+            "correct": pid == "t/a",
+            "cluster": 0,
+        }
+        for pid in ("t/a", "t/b")
+        for j in range(2)
+    ]
+    (task / "judgements.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in judgements))
+    rd = RunDir.open(run)
+    assert rd.info.segments[0].completed == 4 and rd.task_names() == ["t"]
+    tf = rd.task("t")
+    assert tf.read_task() == _V1_TASK  # every key, nulls included, as stored
+    assert tf.read_settings().schema_version == 1
+    assert Profile.model_validate(_V1_PROFILE).rollouts.effective == 4
+    assert tf.read_prompts().by_id["t/b"].reference == ["2", "two"]
+    assert len(tf.read_judgements().effective) == 4
+    rep = report_run(run, write=False).report
+    assert rep["tasks"]["t"]["metrics"]["pass@1"]["value"] == 0.5
+
+
+def test_an_importer_builds_a_complete_run_from_records_alone(tmp_path):
+    """What an importer does: records in, a run directory every command reads out."""
+    from rolleval.api import report_run, show_records
+    from rolleval.records import RunSummary
+    from rolleval.writer import RunWriter
+
+    prompts = [PromptRecord.build(f"t/{i}", f"Q{i}", str(i)) for i in range(4)]
+    rollouts = [
+        RolloutRecord(problem_id=f"t/{i}", index=j, status="ok", text=f"\\boxed{{{i * j}}}")
+        for i in range(4)
+        for j in range(2)
+    ]
+    verdicts = [
+        JudgementRecord(
+            problem_id=r.problem_id,
+            index=r.index,
+            status="ok",
+            extracted=r.text[7:-1],
+            correct=r.text[7:-1] == r.problem_id[2:],
+            cluster=0,
+            grader="imported@1",
+        )
+        for r in rollouts
+    ]
+    manifest = RunManifest(run_id="imported-1", config=RunSummary(model="other-harness"))
+    settings = TaskSettings(
+        name="t",
+        n_rollouts=2,
+        grader={"type": "math"},
+        grader_identity="imported@1",
+        problem_hashes={p.problem_id: p.content_hash for p in prompts},
+    )
+    with RunWriter.create(tmp_path / "imp", manifest, command="import") as w:
+        t = w.add_task(settings, prompts)
+        t.add_rollouts(rollouts)
+        t.add_judgements(verdicts)
+        w.finish()
+    rep = report_run(tmp_path / "imp").report
+    # rollout j of problem i answers i*j: problem 0 is right twice, problems 1-3 once (j=1)
+    assert rep["tasks"]["t"]["metrics"]["pass@1"]["value"] == pytest.approx((1 + 3 * 0.5) / 4)
+    assert rep["model"] == "other-harness"
+    assert show_records(tmp_path / "imp", problem="t/1")[0]["rollouts"][1]["correct"] is True
+    counts = assert_run_valid(tmp_path / "imp")
+    assert counts["rollouts.jsonl"] == counts["judgements.jsonl"] == 8

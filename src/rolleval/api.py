@@ -12,7 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from .errors import DataError, UsageError
-from .records import JudgementRecord, PromptSet, RolloutRecord, TaskSettings, make_judgement
+from .records import (
+    JudgementRecord,
+    PromptSet,
+    RolloutRecord,
+    RunReport,
+    TaskSettings,
+    make_judgement,
+)
 from .report import InferenceSettings, build_run_report, write_run_report
 from .runlock import hold_run_lock
 from .store import RunDir, collect_warnings
@@ -53,6 +60,7 @@ def report_run(
     notes: list[str] = []
     with hold_run_lock(rd.path, command="report", on_note=notes.append):
         report, warns = build_run_report(rd, inference=inference)
+        RunReport.model_validate(report)  # the envelope written is the model's
         write_run_report(rd, report)
     return ReportResult(report, notes + warns, rd.report_path)
 

@@ -1,15 +1,11 @@
 """The whole-file documents of a run directory, and the baseline file.
 
-=====================  ==========================  ==========================
-file                   model                       written by
-=====================  ==========================  ==========================
-``manifest.json``      :class:`RunManifest`        runner, importers, synthetic
-``tasks/*/task.json``  :class:`TaskSettings`       runner, regrade, importers
-``tasks/*/profile.json`` :class:`Profile`          runner
-``report.json``        :class:`RunReport`          report (envelope; task reports inside)
-``.rolleval.lock``     :class:`LockHolder`         every writing command, while it runs
-baseline file          :class:`BaselineFile`       ``rolleval baseline save``
-=====================  ==========================  ==========================
+* ``manifest.json``: :class:`RunManifest` (runner, importers, synthetic runs);
+* ``tasks/<task>/task.json``: :class:`TaskSettings` (runner, regrade, importers);
+* ``tasks/<task>/profile.json``: :class:`Profile` (runner);
+* ``report.json``: :class:`RunReport`, the envelope around the task reports (report);
+* ``.rolleval.lock``: :class:`LockHolder`, while a writing command runs;
+* a baseline file: :class:`BaselineFile` (``rolleval baseline save``).
 
 Each model names its version field first. Reading goes through ``model_validate``: the
 ``mode="before"`` upgrade hook (:class:`~rolleval.records._base.FileModel`) refuses a newer
