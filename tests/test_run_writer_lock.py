@@ -289,3 +289,26 @@ def test_a_run_directory_appears_complete_or_not_at_all(tmp_path):
     assert run.task_names() == ["t"] and run.task("t").read_settings().n_rollouts == 1
     with pytest.raises(UsageError, match="run directory exists"):
         RunWriter.create(target, RunManifest(run_id="y"))
+
+
+_BUILD_THEN_DIE = r"""
+import os, sys
+from rolleval.records import RunManifest, TaskSettings
+from rolleval.writer import RunWriter
+w = RunWriter.create(sys.argv[1], RunManifest(run_id="dies"))
+w.add_task(TaskSettings(name="t", n_rollouts=1), [])
+os._exit(9)  # killed mid-build: the partial directory stays, its lock is dropped
+"""
+
+
+def test_a_crash_before_the_rename_leaves_the_target_usable(tmp_path):
+    target = tmp_path / "runs" / "r"
+    res = subprocess.run([sys.executable, "-c", _BUILD_THEN_DIE, str(target)], timeout=60)
+    assert res.returncode == 9
+    partials = list(target.parent.glob(".r.partial-*"))
+    assert len(partials) == 1 and not target.exists()
+    notes: list[str] = []
+    with RunWriter.create(target, RunManifest(run_id="x"), on_note=notes.append) as w:
+        w.finish()
+    assert sorted(p.name for p in target.parent.iterdir()) == ["r"]
+    assert notes and "left half-built by a process that died" in notes[0]

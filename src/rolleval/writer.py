@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import glob
 import os
 import shutil
 import uuid
@@ -47,7 +48,7 @@ from .records import (
     TaskSettings,
     dump_record,
 )
-from .runlock import RunLock
+from .runlock import LOCK_NAME, RunLock
 from .store import JsonlAppender, RunDir, TaskFiles, atomic_write_bytes, write_model
 
 __all__ = ["RunWriter", "TaskWriter"]
@@ -68,6 +69,36 @@ def _exists_error(path: Path) -> UsageError:
     return UsageError(
         f"{path}: run directory exists; pass --resume to continue it, or choose another --out"
     )
+
+
+def _remove_abandoned(target: Path, on_note: Callable[[str], None] | None) -> None:
+    """Delete partial directories of ``target`` whose builder died (their lock is free)."""
+    prefix = f".{target.name}.partial-"
+    for partial in target.parent.glob(f"{glob.escape(prefix)}*"):
+        pid = partial.name[len(prefix) :].split("-")[0]
+        if not pid.isdigit() or _alive(int(pid)) or not (partial / LOCK_NAME).exists():
+            continue
+        lock = RunLock(partial, command="cleanup")
+        try:
+            lock.acquire()
+        except UsageError:
+            continue  # another process is building it right now
+        try:
+            shutil.rmtree(partial, ignore_errors=True)
+        finally:
+            lock.release()
+        if on_note is not None:
+            on_note(f"{partial}: removed a run directory left half-built by a process that died")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _occupied(path: Path) -> bool:
@@ -188,6 +219,7 @@ class RunWriter:
         if _occupied(target):
             raise _exists_error(target)
         target.parent.mkdir(parents=True, exist_ok=True)
+        _remove_abandoned(target, on_note)
         staging = target.parent / f".{target.name}.partial-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         staging.mkdir()
         try:
