@@ -232,7 +232,14 @@ def test_typed_reader_names_file_line_and_field(tmp_path):
     tf = run.task("synthetic_math")
     lines = tf.rollouts.read_bytes().splitlines(keepends=True)
     rec = orjson.loads(lines[2])
-    rec["index"] = "two"
+    rec["index"] = "2"
+    lines[2] = orjson.dumps(rec) + b"\n"
+    tf.rollouts.write_bytes(b"".join(lines))
+    with pytest.raises(
+        DataError, match=r"rollouts\.jsonl:3: 'index': Input should be a valid integer"
+    ):
+        tf.read_rollouts()
+    rec["index"] = True  # strict, like the columnar reader: a boolean is not an index
     lines[2] = orjson.dumps(rec) + b"\n"
     tf.rollouts.write_bytes(b"".join(lines))
     with pytest.raises(

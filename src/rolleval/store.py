@@ -460,7 +460,8 @@ def read_records(
     """Read a JSONL file, validating every line against ``model`` (a stream record model).
 
     Same line rules as :func:`read_jsonl` (torn last line ignored with a warning, blank lines
-    skipped). The lines are validated together in pydantic's compiled core; a bad line is a
+    skipped). The lines are validated together, strictly (``"3"`` or ``true`` is not an
+    integer; the columnar reader is as strict), in pydantic's compiled core; a bad line is a
     :class:`DataError` naming the file, the line and the field, with ``fix`` appended.
     ``schema_version`` is the run's (the manifest's): older lines are upgraded on the way in.
     """
@@ -480,7 +481,7 @@ def read_records(
     suffix = f"; {fix}" if fix else ""
     try:
         items = _list_adapter(model).validate_json(
-            b"[" + b",".join(ln for _, ln in numbered) + b"]", context=context
+            b"[" + b",".join(ln for _, ln in numbered) + b"]", strict=True, context=context
         )
     except SchemaVersionError as exc:
         raise SchemaVersionError(str(exc), path=path) from None
