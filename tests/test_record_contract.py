@@ -445,3 +445,11 @@ def test_an_importer_builds_a_complete_run_from_records_alone(tmp_path):
     assert show_records(tmp_path / "imp", problem="t/1")[0]["rollouts"][1]["correct"] is True
     counts = assert_run_valid(tmp_path / "imp")
     assert counts["rollouts.jsonl"] == counts["judgements.jsonl"] == 8
+
+
+def test_the_manifest_view_is_read_only(tmp_path):
+    """Changes go through RunDir.info and the writer; a write to the dict view fails loudly."""
+    run = write_synthetic_run(tmp_path / "s", n_problems=2, n_rollouts=1)
+    with pytest.raises(TypeError):
+        run.manifest["status"] = "running"  # type: ignore[index]
+    assert RunDir.open(run.path).manifest["status"] == "completed"

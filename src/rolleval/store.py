@@ -31,9 +31,10 @@ import operator
 import os
 import re
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any, Generic, TypeVar
 
 import msgspec
@@ -603,9 +604,10 @@ class RunDir:
     info: RunManifest
 
     @property
-    def manifest(self) -> dict[str, Any]:
-        """The manifest as a plain dict (a copy; change :attr:`info` to change the run)."""
-        return self.info.model_dump(mode="json")
+    def manifest(self) -> Mapping[str, Any]:
+        """The manifest as a read-only mapping of plain values (change the run through
+        :attr:`info` and :class:`rolleval.writer.RunWriter`)."""
+        return MappingProxyType(self.info.model_dump(mode="json"))
 
     @property
     def manifest_path(self) -> Path:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from ._base import SCHEMA_VERSION, FileModel, RecordPart
 
@@ -75,6 +75,8 @@ class Segment(RecordPart):
 class RunManifest(FileModel):
     """``manifest.json``: identity, status, settings and provenance of a run."""
 
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
+
     kind: ClassVar[str] = "run schema"
 
     schema_version: int = SCHEMA_VERSION
@@ -99,6 +101,8 @@ class RunManifest(FileModel):
     provenance_resumes: list[dict[str, Any]] = Field(default_factory=list)
     """The same, once per resume."""
     segments: list[Segment] = Field(default_factory=list)
+    import_: dict[str, Any] | None = Field(default=None, alias="import")
+    """For imported runs (``rolleval import``): what was imported from where, per task."""
 
     @classmethod
     def _normalise(cls, data: dict[str, Any]) -> dict[str, Any]:
@@ -113,7 +117,12 @@ class RunManifest(FileModel):
 
 
 class SamplingSettings(RecordPart):
-    """Effective sampling settings sent with every request of a task."""
+    """Effective sampling settings sent with every request of a task.
+
+    Runs imported from other harnesses keep their own sampling keys beside these (unknown
+    keys are kept as they were, not refused: they describe another tool's request)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
 
     temperature: float | None = None
     top_p: float | None = None
