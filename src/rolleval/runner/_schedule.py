@@ -116,7 +116,14 @@ class Scheduler:
         self.breaker = max(BREAKER_MIN, 2 * concurrency)
         self.progress = Progress(len(self.requests), enabled=progress)
         self.writers: list[TaskWriter] = [writer.task(t.name) for t in tasks]
-        self.pools = [GradingPool(t.grader, workers=grading_workers) for t in tasks]
+        self.pools = [
+            GradingPool(
+                t.grader,
+                workers=grading_workers,
+                timeout=getattr(t.grader, "problem_timeout_s", 30.0),
+            )
+            for t in tasks
+        ]
         self._final = [p.final for p in plans]
         self._pending = [p.pending() for p in plans]
         self._grading: list[asyncio.Future[Any]] = []
