@@ -136,3 +136,15 @@ def assert_run_valid(root: Path) -> dict[str, int]:
                 model.model_validate(doc)
             counts[path.name] = counts.get(path.name, 0) + 1
     return counts
+
+
+def make_config(*urls: str, **kwargs: Any) -> Any:
+    """An :class:`rolleval.client.EndpointConfig` for ``urls`` with test defaults: model
+    ``rolleval-test`` (the test server's), 10 s timeout, millisecond backoffs."""
+    from rolleval.client import EndpointConfig
+
+    kwargs.setdefault("model", "rolleval-test")
+    kwargs.setdefault("timeout_s", 10.0)
+    kwargs.setdefault("backoff_base_s", 0.001)
+    kwargs.setdefault("backoff_max_s", 0.01)
+    return EndpointConfig(base_urls=urls, **kwargs)
