@@ -194,13 +194,15 @@ def build_task_table(
     """
     if isinstance(prompts, JsonlColumns):
         pc = prompts.columns
-        prompt_lines = [prompts.line_of(i) for i in range(prompts.n)]
-        prompts = [
-            {"problem_id": pid, "content_hash": h, "cluster": c}
-            for pid, h, c in zip(pc["problem_id"], pc["content_hash"], pc["cluster"])
-        ]
+        p_ids, p_hashes, p_clusters = pc["problem_id"], pc["content_hash"], pc["cluster"]
+        if prompt_lines is None:
+            prompt_lines = [prompts.line_of(i) for i in range(prompts.n)]
+    else:
+        p_ids = [r.get("problem_id") for r in prompts]
+        p_hashes = [r.get("content_hash") for r in prompts]
+        p_clusters = [r.get("cluster") for r in prompts]
     if prompt_lines is None:
-        prompt_lines = list(range(1, len(prompts) + 1))
+        prompt_lines = list(range(1, len(p_ids) + 1))
     _check_score_key(score_key)
     fields = JUDGEMENT_FIELDS
     if not isinstance(judgements, JsonlColumns):
@@ -212,26 +214,24 @@ def build_task_table(
     nJ = judgements.n
 
     # --- problems, canonical order ---
-    seen: dict[str, dict[str, Any]] = {}
+    seen: dict[str, int] = {}  # problem id -> position of its first prompt record
     n_dup_prompts = 0
-    for rec, ln in zip(prompts, prompt_lines):
-        pid = rec.get("problem_id")
+    for i, pid in enumerate(p_ids):
         if not isinstance(pid, str) or not pid:
-            raise _bad(prompts_path, ln, "prompt record has no 'problem_id' string")
-        if pid in seen:
-            if seen[pid].get("content_hash") != rec.get("content_hash"):
+            raise _bad(prompts_path, prompt_lines[i], "prompt record has no 'problem_id' string")
+        first = seen.setdefault(pid, i)
+        if first != i:
+            if p_hashes[first] != p_hashes[i]:
                 raise _bad(
                     prompts_path,
-                    ln,
+                    prompt_lines[i],
                     f"problem {pid!r} appears twice with different content; remove one of the records",
                 )
             n_dup_prompts += 1
-            continue
-        seen[pid] = rec
     problem_ids = sorted(seen)
     pos_of = {pid: i for i, pid in enumerate(problem_ids)}
-    clusters = [seen[p].get("cluster") for p in problem_ids]
-    hashes = [seen[p].get("content_hash") for p in problem_ids]
+    clusters = [p_clusters[seen[p]] for p in problem_ids]
+    hashes = [p_hashes[seen[p]] for p in problem_ids]
     T = len(problem_ids)
 
     # --- judgement columns: validate types (unless the decoder did), then convert ---
