@@ -49,7 +49,14 @@ from .records import (
     dump_record,
 )
 from .runlock import LOCK_NAME, RunLock
-from .store import JsonlAppender, RunDir, TaskFiles, atomic_write_bytes, write_model
+from .store import (
+    JsonlAppender,
+    RunDir,
+    TaskFiles,
+    atomic_write_bytes,
+    validate_model,
+    write_model,
+)
 
 __all__ = ["RunWriter", "TaskWriter"]
 
@@ -214,7 +221,9 @@ class RunWriter:
         partial directory beside it until :meth:`commit`."""
         target = Path(path)
         info = (
-            manifest if isinstance(manifest, RunManifest) else RunManifest.model_validate(manifest)
+            manifest
+            if isinstance(manifest, RunManifest)
+            else validate_model(manifest, RunManifest, path=target, what="run manifest")
         )
         if _occupied(target):
             raise _exists_error(target)
