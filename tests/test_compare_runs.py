@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import orjson
 import pytest
 
+from conftest import run_cli as _cli
 from rolleval.cli import main
 from rolleval.compare import compare_runs, gate_run, plan_runs, save_baseline
 from rolleval.errors import UsageError
@@ -35,17 +33,6 @@ def _pair(tmp_path, *, shift=0.0, n_problems=200, n_rollouts=8, **kw):
         **kw,
     )
     return base.path, cand.path
-
-
-def _cli(*args):
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    return subprocess.run(
-        [sys.executable, "-m", "rolleval", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
 
 
 def test_identical_runs_are_not_called_equivalent(tmp_path):

@@ -119,7 +119,7 @@ def _two_task_run(path, *, seed, outcome_seed, n_a=200, n_b=200, n_rollouts=8):
     )
     shutil.move(str(tmp / "tasks" / "b"), str(path / "tasks" / "b"))
     shutil.rmtree(tmp)
-    run.manifest["tasks"] = ["a", "b"]
+    run.info.tasks = ["a", "b"]
     run.write_manifest()
     return path
 
@@ -384,7 +384,7 @@ def _policy(tmp_path, metric):
 
 def _interrupt(run_path, keep):
     run = RunDir.open(run_path)
-    run.manifest["status"] = "running"
+    run.info.status = "running"
     run.write_manifest()
     tf = run.task(TASK)
     rows = _lines(tf.judgements)

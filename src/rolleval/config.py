@@ -20,7 +20,14 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .errors import DataError, UsageError
 
-__all__ = ["RunConfig", "SamplingOverrides", "build_config", "config_diff", "load_config_file"]
+__all__ = [
+    "RunConfig",
+    "SamplingOverrides",
+    "build_config",
+    "config_diff",
+    "config_from_flags",
+    "load_config_file",
+]
 
 
 class SamplingOverrides(BaseModel):
@@ -177,3 +184,67 @@ def config_diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> l
         elif a != b:
             out.append(f"{name}: {a!r} -> {b!r}")
     return out
+
+
+def _parse_kv(pairs: tuple[str, ...] | list[str], flag: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise UsageError(f"{flag} takes KEY=VALUE, got {pair!r}")
+        key, value = pair.split("=", 1)
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+#: ``rolleval run`` flags that set one config key of the same name.
+_SIMPLE_FLAGS = (
+    "model",
+    "n",
+    "limit",
+    "seed",
+    "api",
+    "api_key_env",
+    "concurrency",
+    "timeout_s",
+    "denominator_policy",
+)
+_SAMPLING_FLAGS = ("temperature", "top_p", "max_tokens")
+
+
+def config_from_flags(config_path: str | None, flags: dict[str, Any]) -> RunConfig:
+    """The run config from an optional YAML file and ``rolleval run`` flags (flags win).
+
+    ``flags`` holds the CLI's values by config key (``None`` or empty = not given):
+    ``model, n, limit, seed, api, api_key_env, concurrency, timeout_s, denominator_policy,
+    temperature, top_p, max_tokens, stop, endpoints, tasks, ks, server_options`` (``KEY=VALUE``
+    strings) and ``server_n``.
+    """
+    data: dict[str, Any] = load_config_file(config_path) if config_path else {}
+    sampling = dict(data.get("sampling") or {})
+    for key in _SAMPLING_FLAGS:
+        if flags.get(key) is not None:
+            sampling[key] = flags[key]
+    if flags.get("stop"):
+        sampling["stop"] = list(flags["stop"])
+    if sampling:
+        data["sampling"] = sampling
+    for key in _SIMPLE_FLAGS:
+        if flags.get(key) is not None:
+            data[key] = flags[key]
+    if flags.get("server_n"):
+        data["server_n"] = True
+    for key in ("endpoints", "tasks", "ks"):
+        if flags.get(key):
+            data[key] = list(flags[key])
+    if flags.get("server_options"):
+        data["server_options"] = {
+            **(data.get("server_options") or {}),
+            **_parse_kv(flags["server_options"], "--server-option"),
+        }
+    if "model" not in data:
+        raise UsageError("no model: pass --model NAME (or --model local), or set model in --config")
+    if not data.get("tasks"):
+        raise UsageError(
+            "no task: pass --task NAME (repeatable; `rolleval tasks` lists them), or set tasks in --config"
+        )
+    return build_config(data, source=config_path or "flags")

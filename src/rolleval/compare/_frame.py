@@ -26,6 +26,7 @@ from ..report import (
     report_ks,
     scored_mask,
 )
+from ..records import BASELINE_SCHEMA, BaselineFile
 from ..store import RunDir, atomic_write_json, collect_warnings, read_json
 from ..table import TaskTable, load_task_table
 
@@ -43,7 +44,6 @@ __all__ = [
 ]
 
 BASELINE_FORMAT = "rolleval-baseline"
-BASELINE_SCHEMA = 2
 
 #: Health metrics available to compare, all "lower is better": name -> definition. One
 #: definition each, shared with report.json and the gate (:data:`rolleval.report.HEALTH_DEFINITIONS`).
@@ -303,6 +303,7 @@ def save_baseline(
             "votes": [[[list(c) for c in sig], u] for sig, u in (fr.votes or [])],
         }
     out.parent.mkdir(parents=True, exist_ok=True)
+    doc = BaselineFile.model_validate(doc).model_dump(mode="json")
     atomic_write_json(out, doc)
     return doc
 
