@@ -18,6 +18,7 @@ from .._version import __version__
 from ..errors import DataError, UsageError
 from ..metrics import metric_name, parse_metric_name
 from ..metrics._vote import vote_signatures
+from ..records import BASELINE_SCHEMA, BaselineFile
 from ..report import (
     DEFAULT_TAUS,
     HEALTH_DEFINITIONS,
@@ -26,7 +27,6 @@ from ..report import (
     report_ks,
     scored_mask,
 )
-from ..records import BASELINE_SCHEMA, BaselineFile
 from ..store import RunDir, atomic_write_json, collect_warnings, read_json
 from ..table import TaskTable, load_task_table
 
