@@ -239,5 +239,6 @@ def make_judgement(rollout: dict[str, Any], verdict: Any, grader: str | None) ->
             score=verdict.score,
             grader_error=verdict.grader_error,
             metrics=dict(verdict.metrics) if verdict.metrics else None,
+            judge_raw=getattr(verdict, "judge_raw", None),
         )
     return {k: v for k, v in rec.items() if v is not None}

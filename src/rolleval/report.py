@@ -104,7 +104,10 @@ def per_problem_values(
 ) -> dict[str, tuple[np.ndarray, dict[str, Any], str | None]]:
     """Per-problem values of every metric: ``name -> (values, params, reason_if_unavailable)``.
 
-    ``values[i]`` is NaN where problem ``i`` is not eligible for that metric.
+    ``values[i]`` is NaN where problem ``i`` is not eligible for that metric. Besides the
+    pass@k family, maj@n, self-consistency and consecutive pass^k, every named per-rollout
+    judgement metric ``m`` gives ``metrics.m``: per problem, the mean of ``m`` over the
+    gradable rollouts that report it (whatever the denominator policy).
     """
     if denominator_policy not in DENOMINATOR_POLICIES:
         raise UsageError(
@@ -158,6 +161,20 @@ def per_problem_values(
             vals,
             {"k": k},
             f"no problem has {k} consecutive gradable rollouts",
+        )
+
+    # every named judgement metric: per problem, the mean over gradable rollouts reporting it
+    for name, column in table.r_metrics.items():
+        has = g & ~np.isnan(column)
+        count = table.per_problem(has)
+        total = table.per_problem(has, column)
+        vals = np.full(T, np.nan)
+        ok = count > 0
+        vals[ok] = total[ok] / count[ok]
+        out[f"metrics.{name}"] = (
+            vals,
+            {"metric": name},
+            f"no gradable rollout reports the metric {name!r}",
         )
     return out
 

@@ -54,6 +54,8 @@ class Verdict:
     """Why grading failed (crash, timeout, unusable reference); a harness failure."""
     metrics: dict[str, float] = field(default_factory=dict)
     """Named per-rollout metrics."""
+    judge_raw: str | None = None
+    """What the grader saw beyond the verdict (the code grader's execution summary, JSON)."""
 
     def __post_init__(self) -> None:
         if self.extracted is not None and (

@@ -24,6 +24,7 @@ namespaces can be disabled by the kernel, a container's seccomp profile or AppAr
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -129,10 +130,8 @@ def _command(isolate: bool) -> list[str]:
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _read(fh: Any, limit: int = 1 << 20) -> str:
@@ -146,9 +145,10 @@ class _Running:
     def __init__(self, solution: str, tests: Sequence[str], limits: ExecLimits, isolate: bool):
         self.limits = limits
         self.isolate = isolate
-        self.result = tempfile.TemporaryFile()
-        self.stdout = tempfile.TemporaryFile()
-        self.stderr = tempfile.TemporaryFile()
+        # closed in finish(), which every started execution reaches
+        self.result = tempfile.TemporaryFile()  # noqa: SIM115
+        self.stdout = tempfile.TemporaryFile()  # noqa: SIM115
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115
         self.workdir = None if isolate else tempfile.mkdtemp(prefix="rolleval-exec-")
         job = {
             "isolate": isolate,
