@@ -65,7 +65,10 @@ def test_make_grader_round_trips_through_json(spec, cls):
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ({"type": "regex"}, "unknown type 'regex'; accepted types: code, math, mcq, qa, short_answer"),
+        (
+            {"type": "regex"},
+            "unknown type 'regex'; accepted types: code, math, mcq, qa, short_answer",
+        ),
         ({}, "no 'type' key; accepted types: code, math, mcq, qa, short_answer"),
         ("math", "must be a JSON object"),
         (

@@ -136,7 +136,16 @@ def regrade_task(
     changed = 0
     judged = 0
     for done, (pid, verdicts) in enumerate(
-        zip(pids, grade_problems(grader, items, workers=workers)), 1
+        zip(
+            pids,
+            grade_problems(
+                grader,
+                items,
+                workers=workers,
+                timeout=getattr(grader, "problem_timeout_s", 30.0),
+            ),
+        ),
+        1,
     ):
         if on_progress is not None:
             on_progress(task.name, done, len(pids))

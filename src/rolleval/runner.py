@@ -527,7 +527,14 @@ async def _run_async(
         bar = _Progress(total, enabled=progress)
         appenders = [JsonlAppender(t.files.rollouts) for t in tasks]
         j_appenders = [JsonlAppender(t.files.judgements) for t in tasks]
-        pools = [GradingPool(t.grader, workers=config.grading_workers) for t in tasks]
+        pools = [
+            GradingPool(
+                t.grader,
+                workers=config.grading_workers,
+                timeout=getattr(t.grader, "problem_timeout_s", 30.0),
+            )
+            for t in tasks
+        ]
         remaining: list[dict[str, int]] = []
         for ti, _t in enumerate(tasks):
             counts: dict[str, int] = {}

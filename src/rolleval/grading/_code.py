@@ -21,9 +21,11 @@ from ._base import (
 )
 from ._sandbox import ExecLimits, ExecOutcome, isolation_problem, run_tests
 
-__all__ = ["UNSAFE_EXEC_ENV", "CodeGrader", "extract_code", "unsafe_exec_allowed"]
+__all__ = ["PARALLEL", "UNSAFE_EXEC_ENV", "CodeGrader", "extract_code", "unsafe_exec_allowed"]
 
 _LOGIC_VERSION = "1"
+#: Executions of one problem's programs at once (each grading worker runs its own).
+PARALLEL = 2
 
 #: Set to ``1`` (``rolleval run/regrade --unsafe-exec``) to execute code unisolated where
 #: isolation does not work.
@@ -105,54 +107,48 @@ class CodeGrader(Grader):
         current user with only the limits, the private folder and the group kill
         (``judge_raw`` says ``"isolated": false``).
 
-    Options: ``timeout_s`` (wall clock per execution, default 10, at most 25 so one
-    problem fits the grading pool's 30 s), ``memory_mb`` (1024), ``processes`` (32),
-    ``parallel`` (executions at once, 4).
+    Options: ``timeout_s`` (CPU seconds per execution, default 10, at most 60; the
+    wall clock allows ``3 * timeout_s + 5`` seconds, for waits and a busy machine),
+    ``memory_mb`` (address space, 1024), ``processes`` (32). Up to :data:`PARALLEL`
+    executions of one problem run at once (not part of the spec: it does not change
+    verdicts).
     """
 
     id: ClassVar[str] = "code"
     needs_process: ClassVar[bool] = True
+    #: Backstop for the grading pool's per-problem limit: each execution ends by its own
+    #: deadline, so a problem only needs time for its executions to run in turn.
+    problem_timeout_s: ClassVar[float] = 1800.0
 
-    def __init__(
-        self,
-        timeout_s: float = 10.0,
-        memory_mb: int = 1024,
-        processes: int = 32,
-        parallel: int = 4,
-    ) -> None:
+    def __init__(self, timeout_s: float = 10.0, memory_mb: int = 1024, processes: int = 32) -> None:
         _positive("timeout_s", timeout_s, integer=False)
-        if timeout_s > 25:
+        if timeout_s > 60:
             raise UsageError(
-                f"code grader option 'timeout_s' must be at most 25 seconds; got {timeout_s!r}"
+                f"code grader option 'timeout_s' must be at most 60 seconds; got {timeout_s!r}"
             )
         for name, value in (("memory_mb", memory_mb), ("processes", processes)):
             _positive(name, value, integer=True)
-        _positive("parallel", parallel, integer=True)
+        cpu = max(1, math.ceil(timeout_s))
         self.limits = ExecLimits(
-            timeout_s=float(timeout_s),
-            cpu_s=max(1, math.ceil(timeout_s)),
+            timeout_s=3.0 * cpu + 5.0,
+            cpu_s=cpu,
             memory_mb=int(memory_mb),
             processes=int(processes),
         )
-        self.parallel = int(parallel)
         self.spec = {
             "type": self.id,
             "timeout_s": float(timeout_s),
             "memory_mb": int(memory_mb),
             "processes": int(processes),
-            "parallel": int(parallel),
         }
         self.version = _LOGIC_VERSION
 
     @classmethod
     def from_spec(cls, spec: dict[str, Any]) -> CodeGrader:
-        """Build from ``{"type": "code", "timeout_s": ..., "memory_mb": ..., ...}``."""
-        check_spec_keys(spec, ("timeout_s", "memory_mb", "processes", "parallel"))
+        """Build from ``{"type": "code", "timeout_s": ..., "memory_mb": ..., "processes": ...}``."""
+        check_spec_keys(spec, ("timeout_s", "memory_mb", "processes"))
         return cls(
-            spec.get("timeout_s", 10.0),
-            spec.get("memory_mb", 1024),
-            spec.get("processes", 32),
-            spec.get("parallel", 4),
+            spec.get("timeout_s", 10.0), spec.get("memory_mb", 1024), spec.get("processes", 32)
         )
 
     def check_available(self) -> None:
@@ -198,7 +194,7 @@ class CodeGrader(Grader):
             [(code_of[programs[k][0]], tests) for k in keys],
             self.limits,
             isolate=not unsafe_exec_allowed() or isolation_problem() is None,
-            parallel=self.parallel,
+            parallel=PARALLEL,
         )
         for key, outcome in zip(keys, outcomes, strict=True):
             label = programs[key][0]

@@ -42,7 +42,7 @@ def make_grader(spec: Mapping[str, Any]) -> Grader:
     * ``{"type": "mcq", "letters": "ABCD"}``
     * ``{"type": "short_answer", "numeric_tolerance": null, "first_line": true}``
     * ``{"type": "qa", "style": "squad"}`` (or ``"drop"``): exact match and token F1
-    * ``{"type": "code", "timeout_s": 10.0, "memory_mb": 1024, "processes": 32, "parallel": 4}``
+    * ``{"type": "code", "timeout_s": 10.0, "memory_mb": 1024, "processes": 32}``
 
     The grader's ``spec`` attribute holds the same spec with defaults filled in, so
     ``make_grader(g.spec) == g``. An unknown type, an unknown key or a bad option value

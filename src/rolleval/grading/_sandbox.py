@@ -24,7 +24,6 @@ namespaces can be disabled by the kernel, a container's seccomp profile or AppAr
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
@@ -129,9 +128,17 @@ def _command(isolate: bool) -> list[str]:
     return [unshare, *_UNSHARE_ARGS, *python]
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
+def _kill_group(proc: subprocess.Popen[bytes], wait_s: float = 5.0) -> None:
+    """SIGKILL the child's process group until it is empty (or ``wait_s`` passed)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            return
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(0.01)
 
 
 def _read(fh: Any, limit: int = 1 << 20) -> str:

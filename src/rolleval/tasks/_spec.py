@@ -37,7 +37,7 @@ _GRADERS: dict[str, dict[str, Any]] = {
     "mcq": {"type": "mcq", "letters": "ABCD"},
     "short_answer": {"type": "short_answer", "numeric_tolerance": None, "first_line": True},
     "qa": {"type": "qa", "style": "squad"},
-    "code": {"type": "code", "timeout_s": 10.0, "memory_mb": 1024, "processes": 32, "parallel": 4},
+    "code": {"type": "code", "timeout_s": 10.0, "memory_mb": 1024, "processes": 32},
 }
 
 #: The per-rollout score a task's report and comparisons use by default (``score_key``).
