@@ -248,6 +248,8 @@ def show_records(
                     "correct": j.get("correct"),
                     "cluster": j.get("cluster"),
                     "grader_error": j.get("grader_error"),
+                    "metrics": j.get("metrics") or {},
+                    "judge_raw": j.get("judge_raw"),
                 }
                 gradable = item["status"] == "ok" and item["grader_error"] is None and j
                 if failures and item["correct"] is True:
