@@ -180,3 +180,20 @@ def test_multi_metric_task_run_report_compare(tmp_path):
 
     res = _cli("show", str(tmp_path / "cand"), "--limit", "1")
     assert res.returncode == 0 and "em=0" in res.stdout and "f1=" in res.stdout
+
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "metrics:\n  metrics.em: {threshold: 0.05}\n  metrics.f1: {threshold: 0.05}\n"
+    )
+    res = _cli(
+        "gate",
+        str(tmp_path / "cand"),
+        "--baseline",
+        str(tmp_path / "base"),
+        "--policy",
+        str(policy),
+        "--output",
+        str(tmp_path / "gate.json"),
+    )
+    assert res.returncode in (0, 1, 3), res.stderr  # evaluated, whatever the verdict
+    assert "metrics.em" in res.stdout and "metrics.f1" in res.stdout
