@@ -310,7 +310,10 @@ def isolation_problem() -> str | None:
         "except OSError:\n    pass\n"
         "open('probe.txt', 'w').write('ok')\n"
     )
-    (outcome,) = run_tests([(probe, [])], ExecLimits(timeout_s=20.0), isolate=True)
+    try:
+        (outcome,) = run_tests([(probe, [])], ExecLimits(timeout_s=20.0), isolate=True)
+    finally:
+        (_BOOT.parent / ".rolleval-probe").unlink(missing_ok=True)
     if outcome.failure is None:
         return None
     detail = outcome.message or outcome.failure
