@@ -331,7 +331,7 @@ def _metric_columns(
     raw: list[Any] | None, rows: np.ndarray, path: Any, line_of: Any
 ) -> dict[str, np.ndarray]:
     """One float column per metric name found in the effective judgements' ``metrics``."""
-    if raw is None:
+    if raw is None or raw.count(None) == len(raw):  # C-speed fast path: no metrics at all
         return {}
     kept = [raw[int(i)] for i in rows]
     names: set[str] = set()
