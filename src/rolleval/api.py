@@ -141,7 +141,16 @@ def _regrade(
     changed = 0
     judged = 0
     for done, (pid, verdicts) in enumerate(
-        zip(pids, grade_problems(job.grader, items, workers=workers)), 1
+        zip(
+            pids,
+            grade_problems(
+                job.grader,
+                items,
+                workers=workers,
+                timeout=job.grader.problem_timeout_s,
+            ),
+        ),
+        1,
     ):
         if on_progress is not None:
             on_progress(name, done, len(pids))
@@ -245,6 +254,8 @@ def show_records(
                     "correct": jr.correct if jr is not None else None,
                     "cluster": jr.cluster if jr is not None else None,
                     "grader_error": jr.grader_error if jr is not None else None,
+                    "metrics": dict(jr.metrics) if jr is not None and jr.metrics else {},
+                    "judge_raw": jr.judge_raw if jr is not None else None,
                 }
                 gradable = item["status"] == "ok" and item["grader_error"] is None and jr
                 if failures and item["correct"] is True:

@@ -197,6 +197,9 @@ def per_problem_values(
 
     ``values[i]`` is NaN where problem ``i`` is not eligible for that metric. The rollouts
     that enter are :func:`scored_mask`: graded rollouts and, by default, timeouts as failures.
+    Besides the pass@k family, maj@n, self-consistency and consecutive pass^k, every named
+    per-rollout judgement metric ``m`` gives ``metrics.m``: per problem, the mean of ``m``
+    over the gradable rollouts that report it (whatever the denominator policy).
     """
     if denominator_policy not in DENOMINATOR_POLICIES:
         raise UsageError(
@@ -250,6 +253,22 @@ def per_problem_values(
             vals,
             {"k": k},
             f"no problem has {k} consecutive gradable rollouts",
+        )
+
+    # every named judgement metric: per problem, the mean over gradable rollouts reporting it
+    # (a timeout scored as a failure counts, with the value 0, as for a graded score)
+    timed_out = g & ~table.r_gradable
+    for name, column in table.r_metrics.items():
+        has = (g & ~np.isnan(column)) | timed_out
+        count = table.per_problem(has)
+        total = table.per_problem(has, np.nan_to_num(column))
+        vals = np.full(T, np.nan)
+        ok = count > 0
+        vals[ok] = total[ok] / count[ok]
+        out[f"metrics.{name}"] = (
+            vals,
+            {"metric": name},
+            f"no gradable rollout reports the metric {name!r}",
         )
     return out
 

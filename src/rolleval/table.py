@@ -66,6 +66,8 @@ class TaskTable:
     r_grader_error: np.ndarray  # bool
     r_output_tokens: np.ndarray  # float64, NaN = not reported
     r_score: np.ndarray  # float64 score in [0, 1] (NaN = none)
+    # float64 per named judgement metric (``metrics.<name>``), NaN where a rollout lacks it
+    r_metrics: dict[str, np.ndarray] = field(default_factory=dict)
     # --- file-level counts ---
     n_duplicate_judgements: int = 0
     n_unexpected: int = 0
@@ -332,6 +334,8 @@ def build_task_table(
                 f"score_key is {score_key!r} but this gradable judgement has no value for it",
             )
 
+    r_metrics = _metric_columns(C.get("metrics"), rows, judgements_path, line_of)
+
     return TaskTable(
         problem_ids=problem_ids,
         clusters=clusters,
@@ -348,10 +352,40 @@ def build_task_table(
         r_grader_error=grader_error,
         r_output_tokens=tokens_all[rows],
         r_score=score,
+        r_metrics=r_metrics,
         n_duplicate_judgements=int(n_dup),
         n_unexpected=n_unexpected,
         n_duplicate_prompts=n_dup_prompts,
     )
+
+
+def _metric_columns(
+    raw: list[Any] | None, rows: np.ndarray, path: Any, line_of: Any
+) -> dict[str, np.ndarray]:
+    """One float column per metric name found in the effective judgements' ``metrics``."""
+    if raw is None or raw.count(None) == len(raw):  # C-speed fast path: no metrics at all
+        return {}
+    kept = [raw[int(i)] for i in rows]
+    names: set[str] = set()
+    for i, m in zip(rows, kept):
+        if m is None:
+            continue
+        if not isinstance(m, dict) or not all(
+            isinstance(k, str) and type(v) in (int, float) for k, v in m.items()
+        ):
+            raise _bad(
+                path,
+                line_of(int(i)),
+                f"'metrics' must map names to numbers, got {m!r}; regrade the run to rebuild judgements",
+            )
+        names.update(m)
+    columns = {}
+    for name in sorted(names):
+        columns[name] = np.array(
+            [np.nan if m is None or name not in m else float(m[name]) for m in kept],
+            dtype=np.float64,
+        )
+    return columns
 
 
 def _check_score_key(score_key: str) -> None:
@@ -371,7 +405,7 @@ def load_task_table(task: TaskFiles, *, settings: dict[str, Any] | None = None) 
     )
     judgements = read_jsonl_columns(
         task.judgements,
-        JudgementRow if score_key == "correct" else ScoredJudgementRow,
+        ScoredJudgementRow,  # metrics are always read: reports show every one
         what="judgement records",
         missing_ok=True,
         fix="regrade the run to rebuild judgements",

@@ -8,6 +8,7 @@ from ..config import config_from_flags
 from ..render import render_run_report
 from ..runner import run_eval
 from ._app import cli
+from ._unsafe import UNSAFE_EXEC_HELP, unsafe_exec_scope
 
 
 @cli.command("run")
@@ -98,8 +99,18 @@ from ._app import cli
     help="One request per problem with n = its pending rollouts (servers that honour n only).",
 )
 @click.option("--no-progress", is_flag=True, help="Do not print progress.")
+@click.option(
+    "--unsafe-exec",
+    is_flag=True,
+    help=UNSAFE_EXEC_HELP,
+)
 def run_cmd(
-    config_path: str | None, out: str, resume: bool, no_progress: bool, **flags: Any
+    config_path: str | None,
+    out: str,
+    resume: bool,
+    no_progress: bool,
+    unsafe_exec: bool,
+    **flags: Any,
 ) -> int:
     """Run n rollouts per problem against an OpenAI-compatible endpoint, grade and report.
 
@@ -107,13 +118,14 @@ def run_cmd(
     interrupted (the run directory is then resumable with --resume).
     """
     config = config_from_flags(config_path, flags)
-    outcome = run_eval(
-        config,
-        out,
-        resume=resume,
-        progress=not no_progress,
-        on_event=lambda m: click.echo(m, err=True),
-    )
+    with unsafe_exec_scope(unsafe_exec):
+        outcome = run_eval(
+            config,
+            out,
+            resume=resume,
+            progress=not no_progress,
+            on_event=lambda m: click.echo(m, err=True),
+        )
     click.echo(render_run_report(outcome.report))
     click.echo(
         f"\n{outcome.completed} rollouts completed, {outcome.failed} failed, in {outcome.seconds:.1f}s; "

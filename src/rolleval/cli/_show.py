@@ -15,6 +15,28 @@ def _prompt_text(prompt: object) -> str:
     return str(prompt)
 
 
+def _short(value: object, width: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _details(rollout: dict[str, object]) -> str:
+    """``, em=1 f1=0.67`` for judgement metrics; the code grader's failure kind."""
+    parts = []
+    metrics = rollout.get("metrics") or {}
+    if isinstance(metrics, dict) and metrics:
+        parts.append(" ".join(f"{k}={v:g}" for k, v in sorted(metrics.items())))
+    raw = rollout.get("judge_raw")
+    if isinstance(raw, str):
+        try:
+            summary = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            summary = None
+        if isinstance(summary, dict) and summary.get("failure"):
+            parts.append(f"failure={summary['failure']}")
+    return "".join(f", {p}" for p in parts)
+
+
 @cli.command("show")
 @click.argument("run", type=click.Path(file_okay=False, path_type=str))
 @click.option("--task", default=None, help="Only this task.")
@@ -64,7 +86,8 @@ def show_cmd(
             else:
                 verdict = (
                     "correct" if r["correct"] else "wrong"
-                ) + f", extracted {r['extracted']!r}"
+                ) + f", extracted {_short(r['extracted'])}"
+                verdict += _details(r)
             click.echo(f"--- rollout {r['index']} [{verdict}] finish={r.get('finish_reason')}")
             if r.get("text") is not None:
                 click.echo(r["text"])

@@ -232,6 +232,6 @@ def make_judgement(rollout: RolloutRecord, verdict: Any, grader: str | None) -> 
             score=verdict.score,
             grader_error=verdict.grader_error,
             metrics=dict(verdict.metrics) if verdict.metrics else {},
-            judge_raw=getattr(verdict, "judge_raw", None),
+            judge_raw=verdict.judge_raw,
         )
     return JudgementRecord(**fields)

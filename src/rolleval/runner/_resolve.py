@@ -92,7 +92,7 @@ def _task_settings(
         n_rollouts=config.n,
         ks=config.ks,
         denominator_policy=config.denominator_policy,
-        score_key=getattr(spec, "score_key", "correct"),
+        score_key=spec.score_key,
         grader=grader.spec,
         grader_identity=grader.identity,
         grader_dependencies=grader_versions(),

@@ -120,7 +120,7 @@ class Scheduler:
             GradingPool(
                 t.grader,
                 workers=grading_workers,
-                timeout=getattr(t.grader, "problem_timeout_s", 30.0),
+                timeout=t.grader.problem_timeout_s,
             )
             for t in tasks
         ]
