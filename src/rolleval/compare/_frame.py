@@ -8,6 +8,7 @@ can gate against a baseline file without the baseline's run directory.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,11 +55,18 @@ _MUST_MATCH = ("grader_identity", "score_key", "denominator_policy", "timeout_po
 _NOTED = ("sampling", "n_rollouts", "source")
 
 
+#: ``metrics.<name>``: the mean of a named per-rollout judgement metric (report key).
+_JUDGEMENT_METRIC = re.compile(r"metrics\.[A-Za-z_][A-Za-z0-9_]*")
+
+
 def canonical_metric(name: str) -> str:
     """The key reports print for ``name`` (via :func:`rolleval.metrics.parse_metric_name`),
-    or a health metric name; ``UsageError`` listing the valid forms otherwise."""
+    a health metric name, or ``metrics.<name>`` (a per-rollout judgement metric);
+    ``UsageError`` listing the valid forms otherwise."""
     if isinstance(name, str) and name.strip() in HEALTH_METRICS:
         return name.strip()
+    if isinstance(name, str) and _JUDGEMENT_METRIC.fullmatch(name.strip()):
+        return name.strip()  # a per-rollout judgement metric, as reports print it
     family, params = parse_metric_name(name)
     return metric_name(family, **params)  # type: ignore[arg-type]
 
