@@ -182,6 +182,25 @@ def regrade_run(
     return RegradeResult(out, [str(w.message) for w in caught])
 
 
+def _keyed(path: Path, what: str, *, indexed: bool = True) -> list[dict[str, Any]]:
+    """Records of a JSONL file whose ``problem_id`` (and ``index``) have the right types;
+    a record without them is a :class:`DataError` naming the file and line."""
+    content = read_jsonl(path, what=what, missing_ok=indexed)
+    for rec, line in zip(content.records, content.lines):
+        index = rec.get("index")
+        if not isinstance(rec.get("problem_id"), str) or (
+            indexed and (isinstance(index, bool) or not isinstance(index, int))
+        ):
+            field = "problem_id" if not isinstance(rec.get("problem_id"), str) else "index"
+            kind = "a string" if field == "problem_id" else "an integer"
+            raise DataError(
+                f"{field} must be {kind}, got {rec.get(field)!r:.40}; restore the file or rerun",
+                path=path,
+                line=line,
+            )
+    return content.records
+
+
 def show_records(
     run: str | os.PathLike[str] | RunDir,
     *,
@@ -205,7 +224,7 @@ def show_records(
             tf = rd.require_task(name)
             prompts = {
                 r["problem_id"]: r
-                for r in read_jsonl(tf.prompts, what="prompt records").records
+                for r in _keyed(tf.prompts, "prompt records", indexed=False)
                 if "problem_id" in r
             }
             if problem is not None and problem not in prompts:
@@ -214,14 +233,12 @@ def show_records(
             rolls, _ = effective_rollouts(
                 [
                     r
-                    for r in read_jsonl(
-                        tf.rollouts, what="rollout records", missing_ok=True
-                    ).records
+                    for r in _keyed(tf.rollouts, "rollout records")
                     if problem is None or r.get("problem_id") == problem
                 ]
             )
             judg: dict[tuple[str, int], dict[str, Any]] = {}
-            for r in read_jsonl(tf.judgements, what="judgement records", missing_ok=True).records:
+            for r in _keyed(tf.judgements, "judgement records"):
                 if problem is None or r.get("problem_id") == problem:
                     judg.setdefault((r.get("problem_id"), r.get("index")), r)
             keys = sorted(set(rolls) | set(judg))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from .errors import DataError, UsageError
 
@@ -74,9 +74,17 @@ class RunConfig(BaseModel):
 
     @field_validator("ks")
     @classmethod
-    def _ks_positive(cls, v: list[int] | None) -> list[int] | None:
+    def _ks_positive(cls, v: list[int] | None, info: ValidationInfo) -> list[int] | None:
         if v is not None and any(k < 1 for k in v):
             raise ValueError("every k must be >= 1")
+        n = info.data.get("n")
+        too_big = sorted(k for k in v or () if isinstance(n, int) and k > n)
+        if too_big:
+            # pass@k and maj@k need k <= n: refuse now, not after every request is spent
+            raise ValueError(
+                f"k={too_big[0]} is greater than n={n} rollouts per problem; "
+                f"give k values up to {n} or raise n"
+            )
         return None if v is None else sorted(set(v))
 
     def measurement(self) -> dict[str, Any]:
@@ -120,6 +128,10 @@ def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise UsageError(f"{p}: config file not found") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"not UTF-8 text (byte {exc.start + 1}); save the config as UTF-8", path=p
+        ) from None
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -38,9 +38,11 @@ import orjson
 
 from ._version import __version__
 from .client import Client, Completion, EndpointConfig, SamplingParams
+from .client._client import read_api_key
 from .config import RunConfig, config_diff
 from .errors import RunError, UsageError
 from .records import SCHEMA_VERSION, content_hash, dump_record, effective_rollouts, make_judgement
+from .sanitize import redact
 from .store import (
     JsonlAppender,
     RunDir,
@@ -344,6 +346,8 @@ def run_eval(
         raise UsageError(
             "no endpoint: pass --endpoint http://HOST:PORT/v1 (repeatable), or --model local"
         )
+    if config.api_key_env is not None:
+        read_api_key(config.api_key_env)  # refuse a missing or unusable key before any request
 
     with contextlib.ExitStack() as stack:
         if local is not None:
@@ -401,7 +405,7 @@ async def _run_async(
             models = await client.models()
             models_error = None
         except Exception as exc:  # a server without /v1/models still serves completions
-            models, models_error = [], f"{type(exc).__name__}: {exc}"
+            models, models_error = [], redact(f"{type(exc).__name__}: {exc}")
 
         # ---- 2. tasks, prompts, provenance ----
         tasks: list[_Task] = []
@@ -543,6 +547,7 @@ async def _run_async(
             "last_error": None,
             "streak": 0,
             "tripped": False,
+            "stopping": False,
         }
         # consecutive failed rollouts (each after its own retries) that stop a run
         breaker = max(_BREAKER_MIN, 2 * endpoint.concurrency)
@@ -559,7 +564,9 @@ async def _run_async(
             fut = asyncio.wrap_future(pools[ti].submit(t.references[pid], items))
 
             def done(f: asyncio.Future[Any]) -> None:
-                verdicts = f.result() if not f.cancelled() and f.exception() is None else None
+                if f.cancelled() or stats["stopping"]:
+                    return  # a result after cancellation is never stored: resume regrades it
+                verdicts = f.result() if f.exception() is None else None
                 lines = []
                 for j, r in sorted(rolls.items()):
                     v = None
@@ -567,10 +574,7 @@ async def _run_async(
                         if verdicts is None:
                             from .grading import Verdict
 
-                            err = (
-                                "cancelled" if f.cancelled() else f"grading failed: {f.exception()}"
-                            )
-                            v = Verdict.failed(err)
+                            v = Verdict.failed(f"grading failed: {f.exception()}")
                         else:
                             v = verdicts.get(j)
                     lines.append(orjson.dumps(make_judgement(r, v, t.grader.identity)) + b"\n")
@@ -644,10 +648,11 @@ async def _run_async(
                 await asyncio.gather(*grading, return_exceptions=True)
             status = "completed"
         finally:
+            stats["stopping"] = True
             for f in grading:
                 f.cancel()
             for p in pools:
-                p.close()
+                p.close(cancel_pending=status != "completed")
             for a in appenders + j_appenders:
                 a.close()
             segment.update(

@@ -5,6 +5,7 @@ import os
 import click
 import orjson
 
+from ..sanitize import terminal_safe
 from ..store import atomic_write_json
 from ._app import cli
 
@@ -60,7 +61,7 @@ def gate_cmd(
         observe=observe,
     )  # type: ignore[arg-type]
     md = res.markdown()
-    click.echo(md)
+    click.echo(terminal_safe(md))
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         with open(summary, "a", encoding="utf-8") as fh:

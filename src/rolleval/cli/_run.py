@@ -9,6 +9,7 @@ from ..config import build_config, load_config_file
 from ..errors import UsageError
 from ..render import render_run_report
 from ..runner import run_eval
+from ..sanitize import redact, terminal_safe
 from ._app import cli
 
 
@@ -166,9 +167,9 @@ def run_cmd(
         out,
         resume=resume,
         progress=not no_progress,
-        on_event=lambda m: click.echo(m, err=True),
+        on_event=lambda m: click.echo(terminal_safe(redact(m), one_line=True), err=True),
     )
-    click.echo(render_run_report(outcome.report))
+    click.echo(terminal_safe(render_run_report(outcome.report)))
     click.echo(
         f"\n{outcome.completed} rollouts completed, {outcome.failed} failed, in {outcome.seconds:.1f}s; "
         f"run directory {outcome.path} (report.json inside)"
