@@ -103,9 +103,15 @@ def regrade_task(
     refs = _references(task)
     content = read_jsonl(task.rollouts, what="rollout records")
     for rec, ln in zip(content.records, content.lines):
-        if not isinstance(rec.get("problem_id"), str) or not isinstance(rec.get("index"), int):
+        index = rec.get("index")
+        if (
+            not isinstance(rec.get("problem_id"), str)
+            or isinstance(index, bool)
+            or not isinstance(index, int)
+            or index < 0
+        ):
             raise DataError(
-                "rollout record needs 'problem_id' (string) and 'index' (integer)",
+                "rollout record needs 'problem_id' (string) and 'index' (integer >= 0)",
                 path=task.rollouts,
                 line=ln,
             )
@@ -188,11 +194,13 @@ def _keyed(path: Path, what: str, *, indexed: bool = True) -> list[dict[str, Any
     content = read_jsonl(path, what=what, missing_ok=indexed)
     for rec, line in zip(content.records, content.lines):
         index = rec.get("index")
-        if not isinstance(rec.get("problem_id"), str) or (
-            indexed and (isinstance(index, bool) or not isinstance(index, int))
+        pid = rec.get("problem_id")
+        bad_pid = not isinstance(pid, str) or not pid
+        if bad_pid or (
+            indexed and (isinstance(index, bool) or not isinstance(index, int) or index < 0)
         ):
-            field = "problem_id" if not isinstance(rec.get("problem_id"), str) else "index"
-            kind = "a string" if field == "problem_id" else "an integer"
+            field = "problem_id" if bad_pid else "index"
+            kind = "a non-empty string" if field == "problem_id" else "an integer >= 0"
             raise DataError(
                 f"{field} must be {kind}, got {rec.get(field)!r:.40}; restore the file or rerun",
                 path=path,

@@ -134,14 +134,19 @@ def _resolve_tasks(config: RunConfig) -> list[tuple[Any, list[Any]]]:
 
     out = []
     names: set[str] = set()
-    for entry in config.tasks:
-        spec = get_task(entry) if isinstance(entry, str) else task_from_config(entry)
+    for i, entry in enumerate(config.tasks):
+        try:
+            spec = get_task(entry) if isinstance(entry, str) else task_from_config(entry)
+        except UsageError as exc:  # a wrong task entry: name the config it is in
+            raise UsageError(f"{config.source}: tasks[{i}]: {exc}") from None
         if spec.name in names:
-            raise UsageError(f"task {spec.name!r} is listed twice; list each task once")
+            raise UsageError(
+                f"{config.source}: tasks[{i}]: task {spec.name!r} is listed twice; list each task once"
+            )
         names.add(spec.name)
         problems = spec.load(limit=config.limit)
         if not problems:
-            raise UsageError(f"task {spec.name!r} has no problems")
+            raise UsageError(f"{config.source}: tasks[{i}]: task {spec.name!r} has no problems")
         out.append((spec, problems))
     return out
 

@@ -86,11 +86,30 @@ def read_json(path: str | os.PathLike[str], *, what: str = "file") -> Any:
     except IsADirectoryError:
         raise DataError(f"{what} expected, found a directory", path=path) from None
     try:
-        return orjson.loads(data)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise DataError(
             f"{what} is not valid JSON ({exc}); restore it or regenerate it", path=path
         ) from None
+    _refuse_duplicate_keys(data, path, what)
+    return value
+
+
+def _refuse_duplicate_keys(data: bytes, path: Path, what: str) -> None:
+    """A JSON object naming a key twice is ambiguous (parsers keep one silently): refuse it
+    (``data`` is known to be valid JSON)."""
+    import json
+
+    def pairs(items: list[tuple[str, Any]]) -> None:
+        seen: set[str] = set()
+        for key, _ in items:
+            if key in seen:
+                raise DataError(
+                    f"{what} names key {key!r} twice in one object; keep one", path=path
+                )
+            seen.add(key)
+
+    json.loads(data, object_pairs_hook=pairs)
 
 
 @dataclass
@@ -459,7 +478,7 @@ class RunDir:
                 f"not a rolleval run manifest (format must be {RUN_FORMAT!r})", path=mpath
             )
         version = manifest.get("schema_version")
-        if version != SCHEMA_VERSION:
+        if version != SCHEMA_VERSION or type(version) is not type(SCHEMA_VERSION):
             writer = manifest.get("rolleval_version", "unknown")
             raise SchemaVersionError(
                 f"run schema version {version!r} (written by rolleval {writer}) is not readable "
@@ -478,7 +497,20 @@ class RunDir:
         """Tasks of the run, in manifest order (falls back to the directories present)."""
         names = self.manifest.get("tasks")
         if names:
-            return [t if isinstance(t, str) else t["name"] for t in names]
+            out = (
+                [t.get("name") if isinstance(t, dict) else t for t in names]
+                if isinstance(names, list)
+                else None
+            )
+            if out is None or not all(
+                isinstance(t, str) and t and "/" not in t and t not in (".", "..") for t in out
+            ):
+                raise DataError(
+                    f"run manifest: 'tasks' must be a list of task names, got {names!r:.60}; "
+                    "restore the file",
+                    path=self.path / "manifest.json",
+                )
+            return out
         tdir = self.path / "tasks"
         return sorted(p.name for p in tdir.iterdir() if p.is_dir()) if tdir.is_dir() else []
 

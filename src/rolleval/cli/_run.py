@@ -155,11 +155,14 @@ def run_cmd(
             **(data.get("server_options") or {}),
             **_parse_kv(flags["server_options"], "--server-option"),
         }
+    where = f"{config_path}: " if config_path else ""
     if "model" not in data:
-        raise UsageError("no model: pass --model NAME (or --model local), or set model in --config")
+        raise UsageError(
+            f"{where}no model: pass --model NAME (or --model local), or set model in --config"
+        )
     if not data.get("tasks"):
         raise UsageError(
-            "no task: pass --task NAME (repeatable; `rolleval tasks` lists them), or set tasks in --config"
+            f"{where}no task: pass --task NAME (repeatable; `rolleval tasks` lists them), or set tasks in --config"
         )
     config = build_config(data, source=config_path or "flags")
     outcome = run_eval(

@@ -231,14 +231,28 @@ def frames_from_baseline(path: str | os.PathLike[str]) -> dict[str, ProblemFrame
             path=path,
         )
     out: dict[str, ProblemFrame] = {}
-    for name, t in (doc.get("tasks") or {}).items():
+    tasks = doc.get("tasks") or {}
+    if not isinstance(tasks, dict):
+        raise DataError(
+            f"'tasks' must map task names to per-problem data, got {type(tasks).__name__}; "
+            "write the baseline again with `rolleval baseline save`",
+            path=path,
+        )
+    for name, t in tasks.items():
         try:
+            if not isinstance(t, dict) or not isinstance(t["ids"], list):
+                raise TypeError("not an object with an 'ids' list")
+            if len(set(map(str, t["ids"]))) != len(t["ids"]):
+                raise ValueError("a problem id is listed twice")
             T = len(t["ids"])
             values = {
                 k: np.array([np.nan if x is None else x for x in v], dtype=float)
                 for k, v in t["values"].items()
             }
-            if any(len(v) != T for v in values.values()) or len(t["n"]) != T or len(t["c"]) != T:
+            lists = [t["n"], t["c"], t["hashes"], t["requested"], *values.values()]
+            if t.get("clusters") is not None:
+                lists.append(t["clusters"])
+            if any(len(v) != T for v in lists):
                 raise ValueError("per-problem lists differ in length")
             out[name] = ProblemFrame(
                 task=name,
@@ -255,7 +269,7 @@ def frames_from_baseline(path: str | os.PathLike[str]) -> dict[str, ProblemFrame
                 run_id=doc.get("run_id"),
                 model=doc.get("model"),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise DataError(
                 f"task {name!r} is malformed ({exc}); write the baseline again with `rolleval baseline save`",
                 path=path,

@@ -25,6 +25,7 @@ from typing import Any, Literal
 import numpy as np
 import yaml
 
+from ..config import load_yaml
 from ..errors import EXIT_NEGATIVE, EXIT_OK, DataError, UsageError
 from ._frame import HEALTH_METRICS, load_frames
 from ._runs import TaskComparison, compare_frames
@@ -45,7 +46,7 @@ def load_policy(path: str | os.PathLike[str] | None) -> dict[str, Any]:
         return DEFAULT_POLICY
     p = Path(path)
     try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+        doc = load_yaml(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UsageError(f"{p}: policy file not found") from None
     except UnicodeDecodeError as exc:
