@@ -485,6 +485,13 @@ class RunDir:
                 f"by this rolleval, which reads version {SCHEMA_VERSION}; use rolleval {writer}",
                 path=mpath,
             )
+        for key in ("run_id", "status", "created_at", "rolleval_version"):
+            if manifest.get(key) is not None and not isinstance(manifest[key], str):
+                raise DataError(
+                    f"run manifest: {key!r} must be a string, got {manifest[key]!r:.40}; "
+                    "restore the file",
+                    path=mpath,
+                )
         return cls(path, manifest)
 
     def write_manifest(self) -> None:

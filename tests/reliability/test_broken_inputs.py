@@ -37,7 +37,7 @@ from rolleval.testing import OpenAIServer
 
 from .conftest import math_task_entry, record_figure, sum_responder, write_math_task
 
-EXAMPLES = 30
+EXAMPLES = 40
 SETTINGS = settings(
     max_examples=EXAMPLES,
     deadline=None,

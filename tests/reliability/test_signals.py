@@ -30,7 +30,10 @@ from .conftest import (
     write_math_task,
 )
 
-pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc"),
+]
 
 N_PROBLEMS = 40
 N_ROLLOUTS = 2
