@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
-def say_error(message: str, *, one_line: bool = True) -> None:
+def _say_error(message: str, *, one_line: bool = True) -> None:
     """Print on stderr, secrets redacted and control characters shown as escapes; one line
     unless ``one_line`` is false (click's usage errors carry the usage text)."""
     click.echo(terminal_safe(redact(message), one_line=one_line), err=True)
@@ -56,27 +56,27 @@ def _main(args: list[str]) -> int:
     except RollevalError as exc:
         if debug:
             return _traceback(exc.exit_code)
-        say_error(f"rolleval: error: {exc}")
+        _say_error(f"rolleval: error: {exc}")
         return exc.exit_code
     except (click.exceptions.Abort, KeyboardInterrupt):
-        say_error("rolleval: interrupted")
+        _say_error("rolleval: interrupted")
         return EXIT_INTERRUPTED
     except click.ClickException as exc:
         if debug:
             return _traceback(exc.exit_code)
-        say_error(f"rolleval: error: {exc.format_message()}", one_line=False)
+        _say_error(f"rolleval: error: {exc.format_message()}", one_line=False)
         return exc.exit_code
     except OSError as exc:
         if debug:
             return _traceback(EXIT_USAGE)
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        say_error(f"rolleval: error: {where}{exc.strerror or exc}")
+        _say_error(f"rolleval: error: {where}{exc.strerror or exc}")
         return EXIT_USAGE
     except Exception as exc:
         # A bug in rolleval: never let it pass for a verdict (exit 1 means "regression").
         if debug:
             return _traceback(EXIT_INTERNAL)
-        say_error(
+        _say_error(
             f"rolleval: internal error: {type(exc).__name__}: {exc} (a bug in rolleval; rerun with --debug for the traceback)"
         )
         return EXIT_INTERNAL

@@ -54,15 +54,16 @@ def _init_worker(parent_pid: int) -> None:
     """Initializer of every worker process: die with the parent, leave signals to it."""
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, signal.SIG_IGN)
-    die_with_parent(parent_pid)
+    _die_with_parent(parent_pid)
 
 
-def die_with_parent(parent_pid: int) -> None:
+def _die_with_parent(parent_pid: int) -> None:
     """Have the kernel SIGKILL this process when its parent dies (Linux ``PR_SET_PDEATHSIG``;
     elsewhere nothing), and exit now if the parent is already gone.
 
     The death signal is tied to the parent *thread* that started this process, so the pool
-    starts its workers from its own dispatcher thread, which outlives them.
+    starts its workers from the main thread (which lives as long as the process) or from its
+    own dispatcher thread (which outlives them).
     """
     if sys.platform.startswith("linux"):
         import ctypes
@@ -345,7 +346,7 @@ class GradingPool:
     # ---------------------------------------------------------------- dispatcher
 
     def _start(self) -> None:
-        # The death signal is tied to the starting thread (see die_with_parent): workers are
+        # The death signal is tied to the starting thread (see _die_with_parent): workers are
         # started by the main thread, which lives as long as the process, or else by the
         # dispatcher thread, which outlives them.
         if threading.current_thread() is threading.main_thread():
@@ -490,7 +491,8 @@ class GradingPool:
 def _children_ignore_interrupts() -> Iterator[None]:
     """Processes started inside start with SIGINT and SIGTERM ignored (an ignored
     disposition survives exec, so a Ctrl-C during a worker's imports prints nothing).
-    Main thread only; the parent's own handlers are back on exit."""
+    Main thread only; the parent's own handlers are back on exit (a signal that arrives in
+    those few milliseconds of spawning is ignored by the parent too)."""
     signums = (signal.SIGINT, signal.SIGTERM)
     previous = [signal.getsignal(signum) for signum in signums]
     if any(handler is None for handler in previous):  # set outside Python: leave alone
