@@ -127,11 +127,11 @@ def _start(tmp_path: Path, server: OpenAIServer):
 
 
 def _slow_server() -> OpenAIServer:
-    """Quick for the first problems, then 0.5 s per request (time to interrupt mid-run)
+    """Quick for the first problems, then 1 s per request (time to interrupt mid-run)
     until ``server.slow`` is set false."""
     server = OpenAIServer(responder=sum_responder)
     server.slow = True
-    server.faults = lambda r: Fault.delay(0.5 if server.slow and r.index >= 8 else 0.01)
+    server.faults = lambda r: Fault.delay(1.0 if server.slow and r.index >= 8 else 0.01)
     return server
 
 
