@@ -15,7 +15,7 @@ import numpy as np
 
 from . import metrics as M
 from ._version import __version__
-from .errors import UsageError
+from .errors import DataError, UsageError
 from .stats import grouped_bootstrap_columns
 from .store import RunDir, TaskFiles, atomic_write_json, collect_warnings
 from .table import STATUS_CODES, TaskTable, load_task_table
@@ -462,11 +462,41 @@ def build_run_report(
     return report, [str(w.message) for w in caught]
 
 
+def _check_settings(settings: dict[str, Any], task: TaskFiles) -> None:
+    """The task.json settings a report reads have the types and ranges they must have."""
+
+    def fail(message: str) -> None:
+        raise DataError(f"{message}; restore the file (or regrade the run)", path=task.task_json)
+
+    n = settings.get("n_rollouts")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        fail(f"n_rollouts must be an integer >= 1, got {n!r:.40}")
+    ks = settings.get("ks")
+    top = n if isinstance(n, int) else None
+    if ks is not None and (
+        not isinstance(ks, list)
+        or not all(
+            isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= (top or k) for k in ks
+        )
+    ):
+        fail(f"ks must be a list of integers from 1 to n_rollouts ({top}), got {ks!r:.60}")
+    for key in ("denominator_policy", "score_key", "name"):
+        if key in settings and not isinstance(settings[key], str):
+            fail(f"{key} must be a string, got {settings[key]!r:.40}")
+    for key in ("inference", "problem_hashes", "grader", "sampling"):
+        if settings.get(key) is not None and not isinstance(settings[key], dict):
+            fail(f"{key} must be a JSON object, got {type(settings[key]).__name__}")
+
+
 def _one_task(task: TaskFiles, inference: InferenceSettings | None) -> dict[str, Any]:
     settings = task.read_task()
+    _check_settings(settings, task)
     settings.setdefault("name", task.name)
     table = load_task_table(task, settings=settings)
-    return task_report(table, settings, inference=inference)
+    try:
+        return task_report(table, settings, inference=inference)
+    except UsageError as exc:  # a setting stored in task.json is wrong
+        raise DataError(f"{exc}; restore the file", path=task.task_json) from None
 
 
 def write_run_report(run: RunDir, report: dict[str, Any]) -> None:

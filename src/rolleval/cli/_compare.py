@@ -5,6 +5,7 @@ import os
 import click
 import orjson
 
+from ..sanitize import terminal_safe
 from ..store import atomic_write_json
 from ._app import cli
 
@@ -254,7 +255,7 @@ def compare_cmd(
     if fmt == "json":
         click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
     else:
-        click.echo(render_compare(data))
+        click.echo(terminal_safe(render_compare(data)))
     if html_path:
         from ..html import compare_html, write_html
 

@@ -4,6 +4,7 @@ import os
 
 import click
 
+from ..sanitize import terminal_safe
 from ..store import atomic_write_json
 from ._app import cli
 
@@ -92,7 +93,7 @@ def gate_cmd(
         tasks=list(tasks) or None,
     )
     md = res.markdown()
-    click.echo(md)
+    click.echo(terminal_safe(md))
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         with open(summary, "a", encoding="utf-8") as fh:

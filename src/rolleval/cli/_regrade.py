@@ -5,6 +5,7 @@ import time
 import click
 
 from ..api import regrade_run, report_run
+from ..sanitize import redact, terminal_safe
 from ._app import cli
 from ._unsafe import UNSAFE_EXEC_HELP, unsafe_exec_scope
 
@@ -39,7 +40,7 @@ def regrade_cmd(run: str, task: str | None, workers: int | None, unsafe_exec: bo
     with unsafe_exec_scope(unsafe_exec):
         res = regrade_run(run, task=task, workers=workers, on_progress=progress)
     for w in res.warnings:
-        click.echo(f"rolleval: warning: {w}", err=True)
+        click.echo(terminal_safe(redact(f"rolleval: warning: {w}"), one_line=True), err=True)
     for name, counts in res.tasks.items():
         click.echo(
             f"{name}: {counts['judged']} of {counts['rollouts']} rollouts judged, {counts['changed']} verdicts changed"

@@ -331,8 +331,19 @@ def frames_from_baseline(path: str | os.PathLike[str]) -> dict[str, ProblemFrame
             path=path,
         )
     out: dict[str, ProblemFrame] = {}
-    for name, t in (doc.get("tasks") or {}).items():
+    tasks = doc.get("tasks") or {}
+    if not isinstance(tasks, dict):
+        raise DataError(
+            f"'tasks' must map task names to per-problem data, got {type(tasks).__name__}; "
+            "write the baseline again with `rolleval baseline save`",
+            path=path,
+        )
+    for name, t in tasks.items():
         try:
+            if not isinstance(t, dict) or not isinstance(t["ids"], list):
+                raise TypeError("not an object with an 'ids' list")
+            if len(set(map(str, t["ids"]))) != len(t["ids"]):
+                raise ValueError("a problem id is listed twice")
             T = len(t["ids"])
             values = {
                 k: np.array([np.nan if x is None else x for x in v], dtype=float)
@@ -345,7 +356,11 @@ def frames_from_baseline(path: str | os.PathLike[str]) -> dict[str, ProblemFrame
                 )
                 for k, h in t["health"].items()
             }
-            counts = [t[k] for k in ("n", "c", "requested", "gradable", "unjudged", "missing")]
+            counts = [
+                t[k] for k in ("n", "c", "hashes", "requested", "gradable", "unjudged", "missing")
+            ]
+            if t.get("clusters") is not None:
+                counts.append(t["clusters"])
             arrays = [*values.values(), *(a for pair in health.values() for a in pair)]
             if any(len(v) != T for v in [*arrays, *counts]):
                 raise ValueError("per-problem lists differ in length")
@@ -377,7 +392,7 @@ def frames_from_baseline(path: str | os.PathLike[str]) -> dict[str, ProblemFrame
                     else None
                 ),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise DataError(
                 f"task {name!r} is malformed ({exc}); write the baseline again with `rolleval baseline save`",
                 path=path,
