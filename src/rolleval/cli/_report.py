@@ -5,22 +5,15 @@ import orjson
 
 from ..api import report_run
 from ..render import render_run_report
-from ._app import cli, inference_options
+from ._app import cli
+from ._options import format_option, html_option, inference_options
 
 
 @cli.command("report")
 @click.argument("run", type=click.Path(file_okay=False, path_type=str))
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
+@format_option()
 @click.option("--no-write", is_flag=True, help="Print only; do not rewrite report.json.")
-@click.option(
-    "--html",
-    "html_path",
-    type=click.Path(dir_okay=False, path_type=str),
-    default=None,
-    help="Also write the report as a self-contained HTML page.",
-)
+@html_option("Also write the report as a self-contained HTML page.")
 @inference_options
 def report_cmd(
     run: str,

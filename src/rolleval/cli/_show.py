@@ -5,6 +5,7 @@ import orjson
 
 from ..api import show_records
 from ._app import cli
+from ._options import format_option
 
 
 def _prompt_text(prompt: object) -> str:
@@ -49,9 +50,7 @@ def _details(rollout: dict[str, object]) -> str:
 @click.option(
     "--unextracted", is_flag=True, help="Only gradable rollouts with no extracted answer."
 )
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "jsonl"]), default="text", show_default=True
-)
+@format_option("text", "jsonl")
 @click.option(
     "--limit", type=click.IntRange(min=1), default=None, help="Show at most this many problems."
 )
