@@ -41,7 +41,7 @@ def test_public_packages_export_what_they_list(module):
 
 
 def test_the_published_modules_are_the_public_packages():
-    assert PUBLIC_MODULES == {"rolleval", *PUBLIC_PACKAGES}
+    assert {"rolleval", *PUBLIC_PACKAGES} == PUBLIC_MODULES
 
 
 @pytest.mark.parametrize("module", ["rolleval", *PUBLIC_PACKAGES])
