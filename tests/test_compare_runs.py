@@ -19,16 +19,16 @@ def _pair(tmp_path, *, shift=0.0, n_problems=200, n_rollouts=8, **kw):
         tmp_path / "base",
         n_problems=n_problems,
         n_rollouts=n_rollouts,
-        seed=1,
-        outcome_seed=10,
+        rng=1,
+        outcome_rng=10,
         **kw,
     )
     cand = write_synthetic_run(
         tmp_path / "cand",
         n_problems=n_problems,
         n_rollouts=n_rollouts,
-        seed=1,
-        outcome_seed=20,
+        rng=1,
+        outcome_rng=20,
         shift=shift,
         **kw,
     )
@@ -37,7 +37,7 @@ def _pair(tmp_path, *, shift=0.0, n_problems=200, n_rollouts=8, **kw):
 
 def test_identical_runs_are_not_called_equivalent(tmp_path):
     # a run compared with itself: every paired difference is 0, a zero-width interval
-    base = write_synthetic_run(tmp_path / "a", n_problems=150, n_rollouts=8, seed=3)
+    base = write_synthetic_run(tmp_path / "a", n_problems=150, n_rollouts=8, rng=3)
     res = compare_runs(base.path, base.path)
     t = res.tasks[0].comparison.to_dict()
     assert t["effect"] == 0.0 and t["ci_status"] == "degenerate"
@@ -90,7 +90,7 @@ def test_effect_is_the_mean_paired_difference_of_per_problem_pass1(tmp_path):
 def test_health_metric_direction_lower_is_better(tmp_path):
     b, c = _pair(tmp_path, n_problems=150, p_unextracted=0.0)
     c2 = write_synthetic_run(
-        tmp_path / "c2", n_problems=150, n_rollouts=8, seed=1, outcome_seed=20, p_unextracted=0.6
+        tmp_path / "c2", n_problems=150, n_rollouts=8, rng=1, outcome_rng=20, p_unextracted=0.6
     )
     res = compare_runs(b, c2.path, metric="unextracted_rate")
     d = res.to_dict()["tasks"][0]
@@ -171,12 +171,12 @@ def test_gate_default_policy_and_health_limits(tmp_path):
     assert same.exit_code == 3 and same.verdict == "inconclusive"
     loose = {"alpha": 0.05, "metrics": {"pass@1": {"threshold": 0.1}}}
     resampled = write_synthetic_run(
-        tmp_path / "again", n_problems=150, n_rollouts=8, seed=1, outcome_seed=11
+        tmp_path / "again", n_problems=150, n_rollouts=8, rng=1, outcome_rng=11
     )
     ok = gate_run(resampled.path, b, policy=loose)
     assert ok.exit_code == 0 and ok.verdict == "pass"
     noisy = write_synthetic_run(
-        tmp_path / "noisy", n_problems=150, n_rollouts=8, seed=1, outcome_seed=10, p_infra_error=0.1
+        tmp_path / "noisy", n_problems=150, n_rollouts=8, rng=1, outcome_rng=10, p_infra_error=0.1
     )
     res = gate_run(noisy.path, b)
     assert res.exit_code == 4 and res.verdict == "run_failed"  # an outage, not a regression

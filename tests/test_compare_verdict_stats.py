@@ -43,7 +43,7 @@ def test_greedy_runs_that_agree_are_not_equivalent(tmp_path):
     rates = np.array([1.0, 0.0] * 5)
     b = write_synthetic_run(tmp_path / "b", n_problems=10, n_rollouts=1, true_rates=rates)
     c = write_synthetic_run(
-        tmp_path / "c", n_problems=10, n_rollouts=1, true_rates=rates, outcome_seed=7
+        tmp_path / "c", n_problems=10, n_rollouts=1, true_rates=rates, outcome_rng=7
     )
     code, data, proc = _json("compare", str(b.path), str(c.path))
     t = data["tasks"][0]
@@ -61,7 +61,7 @@ def test_saturated_problems_with_four_rollouts_are_not_equivalent(tmp_path):
     rates = np.ones(40)
     b = write_synthetic_run(tmp_path / "b", n_problems=40, n_rollouts=4, true_rates=rates)
     c = write_synthetic_run(
-        tmp_path / "c", n_problems=40, n_rollouts=4, true_rates=rates, outcome_seed=3
+        tmp_path / "c", n_problems=40, n_rollouts=4, true_rates=rates, outcome_rng=3
     )
     code, data, _ = _json("compare", str(b.path), str(c.path))
     t = data["tasks"][0]
@@ -81,8 +81,8 @@ def test_saturated_problems_with_four_rollouts_are_not_equivalent(tmp_path):
 def test_equivalence_needs_the_mde_at_the_threshold(tmp_path):
     # 150 problems, 8 rollouts: the interval of two samplings of one model lies inside
     # +-0.045, but the MDE at power 0.8 (about 0.054) is above that threshold
-    b = write_synthetic_run(tmp_path / "b", n_problems=150, n_rollouts=8, seed=2, outcome_seed=1)
-    c = write_synthetic_run(tmp_path / "c", n_problems=150, n_rollouts=8, seed=2, outcome_seed=5)
+    b = write_synthetic_run(tmp_path / "b", n_problems=150, n_rollouts=8, rng=2, outcome_rng=1)
+    c = write_synthetic_run(tmp_path / "c", n_problems=150, n_rollouts=8, rng=2, outcome_rng=5)
     code, data, _ = _json("compare", str(b.path), str(c.path), "--threshold", "0.045")
     t = data["tasks"][0]
     assert t["ci_low"] > -0.045 and t["ci_high"] < 0.045 and t["mde"] > 0.045
@@ -104,8 +104,8 @@ def test_equivalence_needs_the_mde_at_the_threshold(tmp_path):
 def test_maj_at_n_with_16_against_4_rollouts_compares_at_k_4(tmp_path):
     # the same model, 16 rollouts against 4: maj@16 > maj@4 whenever the right answer
     # is the most frequent one, so comparing maj@n directly reports a false regression
-    b = write_synthetic_run(tmp_path / "b", n_problems=300, n_rollouts=4, seed=5)
-    c16 = write_synthetic_run(tmp_path / "c", n_problems=300, n_rollouts=16, seed=5, outcome_seed=9)
+    b = write_synthetic_run(tmp_path / "b", n_problems=300, n_rollouts=4, rng=5)
+    c16 = write_synthetic_run(tmp_path / "c", n_problems=300, n_rollouts=16, rng=5, outcome_rng=9)
     for metric in ("maj@n", "self_consistency"):
         code, data, _proc = _json("compare", str(c16.path), str(b.path), "--metric", metric)
         t = data["tasks"][0]
@@ -116,8 +116,8 @@ def test_maj_at_n_with_16_against_4_rollouts_compares_at_k_4(tmp_path):
 
 
 def test_maj_at_n_refuses_a_baseline_file_without_clusters(tmp_path):
-    b = write_synthetic_run(tmp_path / "b", n_problems=30, n_rollouts=4, seed=1)
-    c = write_synthetic_run(tmp_path / "c", n_problems=30, n_rollouts=4, seed=1, outcome_seed=2)
+    b = write_synthetic_run(tmp_path / "b", n_problems=30, n_rollouts=4, rng=1)
+    c = write_synthetic_run(tmp_path / "c", n_problems=30, n_rollouts=4, rng=1, outcome_rng=2)
     base_file = tmp_path / "base.json"
     assert _cli("baseline", "save", str(b.path), "--out", str(base_file)).returncode == 0
     doc = json.loads(base_file.read_text())
@@ -134,9 +134,9 @@ def test_maj_at_n_refuses_a_baseline_file_without_clusters(tmp_path):
 
 
 def test_lost_rollouts_lower_k_and_say_so(tmp_path):
-    b = write_synthetic_run(tmp_path / "b", n_problems=60, n_rollouts=8, seed=4)
+    b = write_synthetic_run(tmp_path / "b", n_problems=60, n_rollouts=8, rng=4)
     c = write_synthetic_run(
-        tmp_path / "c", n_problems=60, n_rollouts=8, seed=4, outcome_seed=1, p_infra_error=0.2
+        tmp_path / "c", n_problems=60, n_rollouts=8, rng=4, outcome_rng=1, p_infra_error=0.2
     )
     _, data, _ = _json("compare", str(b.path), str(c.path), "--metric", "maj@n")
     notes = " ".join(data["tasks"][0]["alignment"]["notes"])
@@ -147,7 +147,7 @@ def test_lost_rollouts_lower_k_and_say_so(tmp_path):
 
 
 def test_plan_sizes_for_the_regression_verdict(tmp_path):
-    b = write_synthetic_run(tmp_path / "b", n_problems=200, n_rollouts=8, seed=1)
+    b = write_synthetic_run(tmp_path / "b", n_problems=200, n_rollouts=8, rng=1)
     code, data, _ = _json(
         "plan", str(b.path), "--effect", "0.025", "--threshold", "0.02", "--power", "0.8"
     )
@@ -166,7 +166,7 @@ def test_plan_sizes_for_the_regression_verdict(tmp_path):
 
 
 def test_plan_says_plainly_when_the_drop_is_not_above_the_threshold(tmp_path):
-    b = write_synthetic_run(tmp_path / "b", n_problems=50, n_rollouts=4, seed=1)
+    b = write_synthetic_run(tmp_path / "b", n_problems=50, n_rollouts=4, rng=1)
     code, data, _ = _json("plan", str(b.path), "--effect", "0.02", "--threshold", "0.02")
     assert code == 0 and data["tasks"]["synthetic_math"]["required_problems"] is None
     assert "at most about half the time" in data["note"]
@@ -195,7 +195,7 @@ def _clustered_pair(tmp_path, *, clusters=8, n_problems=160, spread=0.15, seed=3
         n_rollouts=8,
         true_rates=q,
         clusters=clusters,
-        outcome_seed=4,
+        outcome_rng=4,
     )
     return b.path, c.path
 

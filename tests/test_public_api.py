@@ -92,6 +92,41 @@ def test_the_run_level_api_is_at_the_top_level():
         assert getattr(rolleval, name) is getattr(compare, name)
 
 
+def test_a_rollouts_judgement_and_a_comparisons_verdict_have_different_names():
+    """``grading.Verdict`` is what a grader made of one rollout; the outcome words of a
+    comparison and of a gate are ``ComparisonVerdict`` and ``GateVerdict``."""
+    from typing import get_args
+
+    from rolleval import compare, grading
+
+    public = {name for m in PUBLIC_PACKAGES for name in importlib.import_module(m).__all__}
+    assert "Verdict" in grading.__all__ and not hasattr(compare, "Verdict")
+    assert {"ComparisonVerdict", "GateVerdict"} <= set(compare.__all__)
+    assert sorted(n for n in public if n.endswith("Verdict")) == [
+        "ComparisonVerdict",
+        "GateVerdict",
+        "Verdict",
+    ]
+    assert set(compare.COMPARISON_VERDICTS) == set(get_args(compare.ComparisonVerdict))
+
+
+def test_randomness_is_the_rng_keyword_in_every_public_function():
+    """One keyword for randomness (``rng``, as in scipy); ``seed`` is only a recorded value."""
+    # values, not randomness: permutation hashes the task's recorded ``seed`` field with the
+    # problem id; complete_sync sends the OpenAI request's ``seed`` field to the server
+    value_not_randomness = {"rolleval.tasks.permutation", "rolleval.client.complete_sync"}
+    found = []
+    for module in ["rolleval", *PUBLIC_PACKAGES, "rolleval.synthetic"]:
+        mod = importlib.import_module(module)
+        for name in getattr(mod, "__all__", dir(mod)):
+            obj = getattr(mod, name)
+            if inspect.isfunction(obj) and f"{module}.{name}" not in value_not_randomness:
+                params = inspect.signature(obj).parameters
+                assert "seed" not in params and "outcome_seed" not in params, f"{module}.{name}"
+                found += [name] if "rng" in params else []
+    assert {"report_run", "compare_runs", "gate_run", "write_synthetic_run"} <= set(found)
+
+
 def test_every_cli_command_has_a_python_api():
     from rolleval.cli import _load_commands, cli
 

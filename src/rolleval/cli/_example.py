@@ -31,7 +31,7 @@ def example_cmd(out: str, problems: int, rollouts: int, seed: int, shift: float)
         out,
         n_problems=problems,
         n_rollouts=rollouts,
-        seed=seed,
+        rng=seed,
         shift=shift,
         p_infra_error=0.01,
         p_grader_error=0.005,

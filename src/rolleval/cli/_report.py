@@ -32,7 +32,7 @@ def report_cmd(
         run,
         confidence_level=confidence_level,
         n_resamples=n_resamples,
-        seed=seed,
+        rng=seed,
         write=not no_write,
     )
     for w in res.warnings:
