@@ -89,6 +89,10 @@ def write_synthetic_run(
         )
         for i, pid in enumerate(ids)
     ]
+    hashes: dict[str, str] = {}
+    for rec in prompts:
+        assert rec.content_hash is not None  # PromptRecord.build always sets it
+        hashes[rec.problem_id] = rec.content_hash
     settings = TaskSettings(
         name=task,
         n_rollouts=n_rollouts,
@@ -96,7 +100,7 @@ def write_synthetic_run(
         grader_identity=_GRADER_IDENTITY,
         denominator_policy="judged",
         score_key="correct",
-        problem_hashes={p.problem_id: p.content_hash for p in prompts},
+        problem_hashes=hashes,
         source={"generator": "rolleval.synthetic", "seed": rng},
     )
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+from typing import Literal
 
 import click
 import orjson
@@ -68,7 +69,7 @@ def compare_cmd(
     n_resamples: int,
     seed: int,
     tasks: tuple[str, ...],
-    unmatched: str,
+    unmatched: Literal["error", "exclude"],
     require_provenance: bool,
     observe: bool,
     allow_incomplete: bool,
@@ -98,7 +99,7 @@ def compare_cmd(
         unmatched=unmatched,
         require_provenance=require_provenance,
         observe=observe,
-        allow_incomplete=allow_incomplete,  # type: ignore[arg-type]
+        allow_incomplete=allow_incomplete,
     )
     data = res.to_dict()
     if output:

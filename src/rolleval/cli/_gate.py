@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+from typing import Literal
 
 import click
 
@@ -50,7 +51,7 @@ def gate_cmd(
     seed: int,
     power: float,
     confidence_level: float | None,
-    unmatched: str,
+    unmatched: Literal["error", "exclude"],
     observe: bool,
     tasks: tuple[str, ...],
     allow_incomplete: bool,

@@ -212,7 +212,7 @@ def compare_frames(
         value_range=(0.0, 1.0) if _is_rate(metric) else None,
         clusters=clusters if any(c is not None for c in clusters) else None,
     )
-    stats = {
+    stats: dict[str, Any] = {
         "alpha": alpha,
         "confidence_level": confidence_level,
         "n_resamples": n_resamples,

@@ -37,13 +37,12 @@ class Problem:
 
     def to_record(self) -> PromptRecord:
         """The :class:`~rolleval.records.PromptRecord` of this problem."""
-        return PromptRecord(
-            problem_id=self.problem_id,
-            prompt=self.prompt,
-            reference=self.reference,
+        return PromptRecord.build(
+            self.problem_id,
+            self.prompt,
+            self.reference,
             cluster=self.cluster,
             extras=self.extras,
-            content_hash=self.content_hash,
         )
 
 
