@@ -15,6 +15,7 @@ import numpy as np
 import orjson
 import pytest
 
+from conftest import synthetic_pair
 from rolleval.cli import main
 from rolleval.compare import compare_runs
 from rolleval.compare._runs import decide_overall
@@ -75,27 +76,6 @@ def _cli(capsys, *args):
     code = main([str(a) for a in args])
     out = capsys.readouterr()
     return code, out.out, out.err
-
-
-def _pair(tmp_path, *, n_problems=200, n_rollouts=8, shift=0.0, **kw):
-    b = write_synthetic_run(
-        tmp_path / "base",
-        n_problems=n_problems,
-        n_rollouts=n_rollouts,
-        rng=1,
-        outcome_rng=10,
-        **kw,
-    )
-    c = write_synthetic_run(
-        tmp_path / "cand",
-        n_problems=n_problems,
-        n_rollouts=n_rollouts,
-        rng=1,
-        outcome_rng=20,
-        shift=shift,
-        **kw,
-    )
-    return b.path, c.path
 
 
 def _two_task_run(path, *, seed, outcome_seed, n_a=200, n_b=200, n_rollouts=8):
@@ -197,7 +177,7 @@ def test_selective_infra_errors_cannot_make_an_improvement(tmp_path, capsys):
 
 
 def test_a_clear_regression_survives_the_worst_case_bound(tmp_path, capsys):
-    b, c = _pair(tmp_path, n_problems=200, shift=-0.3)
+    b, c = synthetic_pair(tmp_path, n_problems=200, shift=-0.3)
     _to_timeouts(c, 0.1, seed=3, only_wrong=False, status="infra_error")
     code, out, _ = _cli(capsys, "compare", b, c, "--format", "json", "--n-resamples", 2000)
     t = json.loads(out)["tasks"][0]
@@ -256,7 +236,7 @@ def test_duplicates_in_unequal_numbers_are_listed_by_reason(tmp_path):
 
 
 def test_requested_policy_compares_and_gates(tmp_path, capsys):
-    b, c = _pair(tmp_path, n_problems=100, p_infra_error=0.05)
+    b, c = synthetic_pair(tmp_path, n_problems=100, p_infra_error=0.05)
     for run in (b, c):
         _edit_settings(run, denominator_policy="requested")
     code, out, err = _cli(capsys, "compare", b, c, "--format", "json", "--n-resamples", 1000)
@@ -278,7 +258,7 @@ def test_requested_policy_compares_and_gates(tmp_path, capsys):
 
 
 def test_mixing_denominator_policies_is_refused_in_one_line(tmp_path, capsys):
-    b, c = _pair(tmp_path, n_problems=30, p_infra_error=0.05)
+    b, c = synthetic_pair(tmp_path, n_problems=30, p_infra_error=0.05)
     _edit_settings(c, denominator_policy="requested")
     code, _out, err = _cli(capsys, "compare", b, c)
     assert code == 2
@@ -318,7 +298,7 @@ def test_a_baseline_task_missing_from_the_candidate_is_not_evaluated(tmp_path, c
 
 
 def test_every_format_states_problems_compared_and_dropped(tmp_path, capsys):
-    b, c = _pair(tmp_path, n_problems=60, n_rollouts=8)
+    b, c = synthetic_pair(tmp_path, n_problems=60, n_rollouts=8)
     # the candidate loses a third of one in three problems' rollouts: pass@8 needs all 8
     tf = _task_dir(c)
     rows = _lines(tf.judgements)
@@ -392,7 +372,7 @@ def _interrupt(run_path, keep):
 
 
 def test_an_incomplete_run_is_refused_a_verdict_with_exit_4(tmp_path, capsys):
-    b, c = _pair(tmp_path, n_problems=40, n_rollouts=4)
+    b, c = synthetic_pair(tmp_path, n_problems=40, n_rollouts=4)
     _interrupt(c, keep=100)  # 60 of 160 judgements missing
     (c / "report.json").unlink(missing_ok=True)
     code, _out, err = _cli(capsys, "compare", b, c)
@@ -438,7 +418,7 @@ def test_plan_names_a_missing_or_unknown_task_with_exit_2(tmp_path, capsys):
 
 
 def test_grader_identity_on_one_side_only_is_a_note_or_refused(tmp_path, capsys):
-    b, c = _pair(tmp_path, n_problems=40, n_rollouts=4)
+    b, c = synthetic_pair(tmp_path, n_problems=40, n_rollouts=4)
     _edit_settings(c, grader_identity=None)
     code, out, _ = _cli(capsys, "compare", b, c, "--n-resamples", 500)
     assert code in (0, 3) and "grader identity unknown on the candidate" in out
