@@ -4,9 +4,9 @@ Each name is a decorator (or a factory of one) that adds one option, so a comman
 the list of what it takes. The option's name, type, default and help are the same wherever
 it appears; a command that needs a different default passes it to the factory.
 
-Vocabulary (one word per concept): ``--seed`` is the CLI spelling of the Python API's
-``rng``; ``--rollouts`` (``-n``) is the rollouts per problem, ``n_rollouts`` in the Python API
-and the run files; baseline and candidate are always the two sides.
+Vocabulary (one word per concept; the table is in docs/architecture.md): ``--seed`` is the
+CLI spelling of the Python API's ``rng``; ``--rollouts`` (``-n``) is the rollouts per
+problem (``n_rollouts`` in the run files); baseline and candidate are always the two sides.
 """
 
 from __future__ import annotations
