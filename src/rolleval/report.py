@@ -8,6 +8,7 @@ paths, canonical order), so ``rolleval report`` reproduces a stored report exact
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -80,7 +81,17 @@ class InferenceSettings:
 
     n_resamples: int = 10_000
     confidence_level: float = 0.95
-    seed: int = 0
+    rng: int = 0
+    """Seed of the bootstrap: an int, so that it is recorded (as ``seed``) and the same
+    settings give the same bytes."""
+
+    @classmethod
+    def from_record(cls, data: Mapping[str, Any] | None) -> InferenceSettings:
+        """From a task.json ``inference`` entry, where the seed is spelled ``seed``."""
+        values = dict(data or {})
+        if "seed" in values:
+            values["rng"] = values.pop("seed")
+        return cls(**values)
 
     def __post_init__(self) -> None:
         if not (0 < self.confidence_level < 1):
@@ -281,7 +292,7 @@ def _intervals(
     Metrics that are functions of a problem's (n, c) and share the same eligible problems
     (pass@k, pass^k, G-Pass@k_tau, mG-Pass@k at one k) share one set of resamples; every other
     metric gets its own. Each set is drawn from a fresh generator seeded with
-    ``inference.seed``, so a metric's interval does not depend on which others are reported.
+    ``inference.rng``, so a metric's interval does not depend on which others are reported.
     """
     groups: dict[tuple[bytes, str], list[str]] = {}
     for name, vals in columns.items():
@@ -295,7 +306,7 @@ def _intervals(
             matrix,
             n_resamples=inference.n_resamples,
             confidence_level=inference.confidence_level,
-            rng=inference.seed,
+            rng=inference.rng,
         )
         for name, res in zip(names, results):
             entry = {
@@ -305,7 +316,7 @@ def _intervals(
                 "high": res.high,
                 "confidence_level": inference.confidence_level,
                 "n_resamples": inference.n_resamples,
-                "seed": inference.seed,
+                "seed": inference.rng,
                 "status": res.status,
             }
             if res.reason:
@@ -323,7 +334,7 @@ def task_report(
     """The report of one task, as a JSON-ready dict (see ``docs/run-format.md``)."""
     from . import stats
 
-    inference = inference or InferenceSettings(**settings.get("inference", {}))
+    inference = inference or InferenceSettings.from_record(settings.get("inference"))
     policy = settings.get("denominator_policy", "judged")
     score_key = settings.get("score_key", "correct")
     T = table.n_problems
@@ -439,7 +450,7 @@ def task_report(
             "unit": "problem",
             "n_resamples": inference.n_resamples,
             "confidence_level": inference.confidence_level,
-            "seed": inference.seed,
+            "seed": inference.rng,
         },
     }
 

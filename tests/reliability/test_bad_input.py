@@ -18,8 +18,8 @@ from .conftest import math_task_entry, run_cli, sum_responder, write_math_task
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("gate")
-    write_synthetic_run(root / "base", n_problems=20, n_rollouts=4, seed=3)
-    write_synthetic_run(root / "cand", n_problems=20, n_rollouts=4, seed=3, shift=-0.05)
+    write_synthetic_run(root / "base", n_problems=20, n_rollouts=4, rng=3)
+    write_synthetic_run(root / "cand", n_problems=20, n_rollouts=4, rng=3, shift=-0.05)
     return root
 
 

@@ -76,8 +76,8 @@ def pristine(tmp_path_factory: pytest.TempPathFactory, server: OpenAIServer) -> 
     for fmt in ("jsonl", "csv", "parquet"):
         entry = math_task_entry(Path(f"data.{fmt}"))
         (root / f"config_{fmt}.yaml").write_text(yaml.safe_dump(_config(server, entry)))
-    base = write_synthetic_run(root / "base", n_problems=6, n_rollouts=2, seed=1)
-    write_synthetic_run(root / "cand", n_problems=6, n_rollouts=2, seed=1, shift=-0.1)
+    base = write_synthetic_run(root / "base", n_problems=6, n_rollouts=2, rng=1)
+    write_synthetic_run(root / "cand", n_problems=6, n_rollouts=2, rng=1, shift=-0.1)
     assert main(["report", str(base.path)]) == 0
     assert main(["report", str(root / "cand")]) == 0
     assert main(["baseline", "save", str(base.path), "--out", str(root / "baseline.json")]) == 0

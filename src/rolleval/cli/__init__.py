@@ -19,6 +19,7 @@ __all__ = ["cli", "main"]
 
 def _load_commands() -> None:
     from . import (  # noqa: F401  (registers commands)
+        _baseline,
         _compare,
         _example,
         _gate,

@@ -7,7 +7,8 @@ import click
 from ..api import regrade_run, report_run
 from ..sanitize import redact, terminal_safe
 from ._app import cli
-from ._unsafe import UNSAFE_EXEC_HELP, unsafe_exec_scope
+from ._options import unsafe_exec_option
+from ._unsafe import unsafe_exec_scope
 
 
 @cli.command("regrade")
@@ -19,11 +20,7 @@ from ._unsafe import UNSAFE_EXEC_HELP, unsafe_exec_scope
     default=None,
     help="Grading processes (0 = in this process).",
 )
-@click.option(
-    "--unsafe-exec",
-    is_flag=True,
-    help=UNSAFE_EXEC_HELP,
-)
+@unsafe_exec_option
 def regrade_cmd(run: str, task: str | None, workers: int | None, unsafe_exec: bool) -> int:
     """Re-judge RUN's stored rollouts with each task's current grader, then refresh the report.
 

@@ -9,7 +9,8 @@ from ..render import render_run_report
 from ..runner import run_eval
 from ..sanitize import redact, terminal_safe
 from ._app import cli
-from ._unsafe import UNSAFE_EXEC_HELP, unsafe_exec_scope
+from ._options import unsafe_exec_option
+from ._unsafe import unsafe_exec_scope
 
 
 @cli.command("run")
@@ -100,11 +101,7 @@ from ._unsafe import UNSAFE_EXEC_HELP, unsafe_exec_scope
     help="One request per problem with n = its pending rollouts (servers that honour n only).",
 )
 @click.option("--no-progress", is_flag=True, help="Do not print progress.")
-@click.option(
-    "--unsafe-exec",
-    is_flag=True,
-    help=UNSAFE_EXEC_HELP,
-)
+@unsafe_exec_option
 def run_cmd(
     config_path: str | None,
     out: str,

@@ -9,6 +9,7 @@ from ..api import show_records
 from ..sanitize import check_api_key, redact, redact_value, register_secret, terminal_safe
 from ..store import RunDir
 from ._app import cli
+from ._options import format_option
 
 
 def _line(text: str) -> None:
@@ -75,9 +76,7 @@ def _details(rollout: dict[str, object]) -> str:
 @click.option(
     "--unextracted", is_flag=True, help="Only gradable rollouts with no extracted answer."
 )
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "jsonl"]), default="text", show_default=True
-)
+@format_option("text", "jsonl")
 @click.option(
     "--limit", type=click.IntRange(min=1), default=None, help="Show at most this many problems."
 )

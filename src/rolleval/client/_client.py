@@ -215,7 +215,7 @@ class Client:
                     result = await self._attempt(ep, payload)
                 finally:
                     ep.in_flight -= 1
-            if type(result) is not Failure:
+            if not isinstance(result, Failure):
                 return self._completions(result, n, perf_counter() - started, retries, ep)
             if not result.retryable or retries >= max_retries:
                 failed = self._failed(result, perf_counter() - started, retries, ep)
@@ -318,6 +318,7 @@ class Client:
         for i in range(n):
             choice = by_index.get(i)
             text = finish = None
+            error: str | None
             if choice is None:
                 error = (
                     f"malformed response: server returned {len(choices)} of {n} choices "

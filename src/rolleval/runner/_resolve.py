@@ -85,7 +85,10 @@ def _task_settings(
 ) -> TaskSettings:
     from ..grading import grader_versions
 
-    hashes = {pid: rec.content_hash for pid, rec in sorted(prompts.items())}
+    hashes: dict[str, str] = {}
+    for pid, rec in sorted(prompts.items()):
+        assert rec.content_hash is not None  # Problem.to_record always sets it
+        hashes[pid] = rec.content_hash
     return TaskSettings(
         name=spec.name,
         description=spec.description,

@@ -10,6 +10,7 @@
 Run it by hand with ``python -m rolleval.testing.server --port 8000``.
 """
 
+from .._public import publish
 from ._faults import Fault, ServerRequest, fail_first
 from ._server import OpenAIServer, Responder, echo_responder
 
@@ -21,3 +22,5 @@ __all__ = [
     "echo_responder",
     "fail_first",
 ]
+
+publish(__name__, globals(), __all__)
