@@ -6,6 +6,7 @@ import click
 import orjson
 
 from ..api import show_records
+from ..errors import UsageError
 from ..sanitize import check_api_key, redact, redact_value, register_secret, terminal_safe
 from ..store import RunDir
 from ._app import cli
@@ -26,11 +27,13 @@ def _register_run_key(rd: RunDir) -> None:
     """Redact the run's API key too, should a record hold it (defence in depth)."""
     throughput = rd.manifest.get("throughput")
     name = throughput.get("api_key_env") if isinstance(throughput, dict) else None
-    value = os.environ.get(name) if isinstance(name, str) and name else None
+    if not isinstance(name, str) or not name:
+        return
+    value = os.environ.get(name)
     if value:
         try:
             register_secret(check_api_key(value, name))
-        except Exception:
+        except UsageError:  # an unusable key is still redacted as it is
             register_secret(value)
 
 
