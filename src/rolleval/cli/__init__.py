@@ -16,7 +16,7 @@ __all__ = ["cli", "main"]
 
 
 def _load_commands() -> None:
-    from . import _compare, _example, _gate, _regrade, _report, _run, _show, _tasks  # noqa: F401  (registers commands)
+    from . import _compare, _example, _gate, _import, _regrade, _report, _run, _show, _tasks  # noqa: F401  (registers commands)
 
 
 def main(argv: list[str] | None = None) -> int:

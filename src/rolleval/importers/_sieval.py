@@ -1,0 +1,17 @@
+"""SiEval result directory (placeholder until the real files are read)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ._base import ImportedRun
+
+
+class SiEvalReader:
+    name = "sieval"
+
+    def looks_like(self, path: Path) -> bool:
+        return False
+
+    def read(self, path: Path, *, regrade: str | None) -> ImportedRun:
+        raise NotImplementedError

@@ -1,0 +1,134 @@
+"""Writing an imported run: the one place an importer touches the disk.
+
+:func:`write_imported_run` builds the whole run directory in a temporary folder beside
+``out`` and renames it into place only when every task was read, written, (re)graded and
+reported. A failure at any point removes the temporary folder: ``out`` is either absent or
+a complete run, never a partial one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import uuid
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .._version import __version__
+from ..errors import UsageError
+from ..records import dump_record
+from ..store import RunDir, atomic_write_bytes, atomic_write_json
+from ._base import ImportedRun, ImportedTask
+
+__all__ = ["write_imported_run"]
+
+
+def _check_out(out: Path) -> None:
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError(
+            f"{out}: already exists; choose another --out (an import never overwrites)"
+        )
+
+
+def write_imported_run(
+    out: Path,
+    run: ImportedRun,
+    *,
+    regrade: dict[str, Any] | None,
+    on_task: Callable[[ImportedTask, dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Write ``run`` as a rolleval run directory at ``out`` and return the import summary.
+
+    ``regrade`` is a grader spec: each task's stored rollouts are re-judged with it (the
+    source's own verdicts stay beside them as ``judgements.prev.jsonl``). The summary is
+    stored in ``manifest.json`` under ``"import"``. ``on_task(task, entry)`` is called after
+    each task is written (for progress output).
+    """
+    from ..api import regrade_task, report_run
+
+    out = Path(out)
+    _check_out(out)
+    parent = out.parent if str(out.parent) else Path(".")
+    parent.mkdir(parents=True, exist_ok=True)
+    tmp = parent / f".{out.name}.importing-{uuid.uuid4().hex[:8]}"
+    summary: dict[str, Any] = {
+        "format": run.format,
+        "source": str(run.source),
+        "correctness": "regraded" if regrade else "source",
+        "regrade_grader": regrade,
+        "tasks": {},
+        "totals": {"tasks": 0, "problems": 0, "rollouts": 0},
+    }
+    try:
+        rd = RunDir.create(
+            tmp,
+            {
+                "run_id": uuid.uuid4().hex,
+                "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "rolleval_version": __version__,
+                "status": "completed",
+                "config": {"model": run.model, "n_rollouts": None, "seed": None},
+                "tasks": [],
+                "provenance": {"imported": run.provenance},
+            },
+        )
+        names: list[str] = []
+        for task in run.tasks:
+            if task.name in names:
+                raise UsageError(
+                    f"{run.source}: two source tasks map to the rolleval task {task.name!r}; "
+                    "import them separately"
+                )
+            names.append(task.name)
+            tf = rd.task(task.name)
+            tf.dir.mkdir(parents=True)
+            atomic_write_bytes(tf.prompts, b"".join(dump_record(p) for p in task.prompts))
+            atomic_write_bytes(tf.rollouts, b"".join(dump_record(r) for r in task.rollouts))
+            atomic_write_bytes(tf.judgements, b"".join(dump_record(j) for j in task.judgements))
+            hashes = {p.problem_id: p.content_hash for p in task.prompts if p.content_hash}
+            settings = {
+                "name": task.name,
+                "n_rollouts": None,
+                "denominator_policy": "judged",
+                "score_key": "correct",
+                **task.settings,
+                "n_problems": len(task.prompts),
+                "problem_hashes": hashes,
+            }
+            atomic_write_json(tf.task_json, settings)
+            if regrade is not None:
+                regrade_task(tf, grader_spec=regrade, workers=0)
+            entry = {
+                "problems": len(task.prompts),
+                "rollouts": len(task.rollouts),
+                "correctness": "regraded" if regrade else "source",
+                "aligned_by": task.aligned_by,
+                "unmapped": task.unmapped.as_list(),
+                "notes": task.notes,
+                "source_metrics": task.source_metrics,
+            }
+            summary["tasks"][task.name] = entry
+            summary["totals"]["tasks"] += 1
+            summary["totals"]["problems"] += len(task.prompts)
+            summary["totals"]["rollouts"] += len(task.rollouts)
+            if on_task is not None:
+                on_task(task, entry)
+            del task
+        if not names:
+            raise UsageError(f"{run.source}: no task found to import")
+        rd.manifest["tasks"] = names
+        rd.manifest["import"] = summary
+        rd.write_manifest()
+        report_run(rd)
+        _check_out(out)
+        if out.exists():
+            out.rmdir()
+        os.replace(tmp, out)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            shutil.rmtree(tmp)
+        raise
+    return summary
