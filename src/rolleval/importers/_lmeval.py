@@ -151,6 +151,8 @@ def _prompt(line: dict[str, Any], path: Path, number: int) -> Any:
             first = g0.get("arg_0")
     elif isinstance(args, list) and args and isinstance(args[0], list) and args[0]:
         first = args[0][0]
+    if isinstance(first, list) and len(first) == 1:  # chat requests: [json string of messages]
+        first = first[0]
     if not isinstance(first, str):
         return None
     if first.startswith("["):  # chat requests are logged as a JSON list of messages
@@ -316,8 +318,8 @@ def _task(path: Path, results: dict[str, Any], regrade: str | None) -> ImportedT
             "metric": metric_name,
             "repeats": cfg.get("repeats"),
             "n_samples": (results.get("n-samples") or {}).get(name),
-            "file": path.name,
         },
+        "source_file": path.name,
     }
     return ImportedTask(
         name=name.replace("/", "_"),

@@ -17,13 +17,34 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from .._version import __version__
 from ..errors import UsageError
-from ..records import dump_record
+from ..records import JudgementRecord, dump_record
 from ..store import RunDir, atomic_write_bytes, atomic_write_json
 from ._base import ImportedRun, ImportedTask
 
 __all__ = ["write_imported_run"]
+
+
+def _line(record: BaseModel) -> bytes:
+    # Imported prompts may lack the prompt text (PromptRecord.model_construct): no warnings.
+    return dump_record(record.model_dump(exclude_none=True, warnings=False))
+
+
+def _with_clusters(judgements: list[JudgementRecord]) -> list[JudgementRecord]:
+    """Fill in maj@n answer clusters the source did not give: rollouts of one problem whose
+    extracted answers are the same string share the lowest such rollout index."""
+    first: dict[tuple[str, str], int] = {}
+    out = []
+    for j in judgements:
+        if j.cluster is None and j.extracted is not None and j.gradable:
+            key = (j.problem_id, j.extracted)
+            first.setdefault(key, j.index)
+            j = j.model_copy(update={"cluster": min(first[key], j.index)})
+        out.append(j)
+    return out
 
 
 def _check_out(out: Path) -> None:
@@ -83,11 +104,15 @@ def write_imported_run(
                     "import them separately"
                 )
             names.append(task.name)
+            if run.model is None and isinstance(task.settings.get("source"), dict):
+                run.model = task.settings["source"].get("model")
             tf = rd.task(task.name)
             tf.dir.mkdir(parents=True)
-            atomic_write_bytes(tf.prompts, b"".join(dump_record(p) for p in task.prompts))
-            atomic_write_bytes(tf.rollouts, b"".join(dump_record(r) for r in task.rollouts))
-            atomic_write_bytes(tf.judgements, b"".join(dump_record(j) for j in task.judgements))
+            atomic_write_bytes(tf.prompts, b"".join(_line(p) for p in task.prompts))
+            atomic_write_bytes(tf.rollouts, b"".join(_line(r) for r in task.rollouts))
+            atomic_write_bytes(
+                tf.judgements, b"".join(_line(j) for j in _with_clusters(task.judgements))
+            )
             hashes = {p.problem_id: p.content_hash for p in task.prompts if p.content_hash}
             settings = {
                 "name": task.name,
@@ -120,6 +145,7 @@ def write_imported_run(
         if not names:
             raise UsageError(f"{run.source}: no task found to import")
         rd.manifest["tasks"] = names
+        rd.manifest["config"]["model"] = run.model
         rd.manifest["import"] = summary
         rd.write_manifest()
         report_run(rd)
