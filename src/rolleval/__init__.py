@@ -17,6 +17,7 @@ from .errors import (
     SchemaVersionError,
     UsageError,
 )
+from .importers import import_run
 from .runner import RunOutcome, derive_seed, run_eval
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "__version__",
     "build_config",
     "derive_seed",
+    "import_run",
     "load_config_file",
     "regrade_run",
     "report_run",

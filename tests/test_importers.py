@@ -1,0 +1,241 @@
+"""`rolleval import`: real files written by the real tools (tests/data/imports/*/README.md).
+
+Round trip: pass@1 of an import equals the tool's own accuracy for the same task. A/A and
+A/B: two samplings of the same serving do not compare as a regression; the degraded serving
+(rope_freq_scale 0.8) does. TraceLens: ``rolleval compare`` on TraceLens's own compare
+fixtures gives the effect and verdict ``tracelens compare`` printed (recorded in the README).
+Bad input: one-line exit 2 and no run directory left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import zipfile
+from pathlib import Path
+
+import orjson
+import pytest
+
+from rolleval import import_run
+from rolleval.api import report_run
+from rolleval.cli import main
+from rolleval.compare import compare_runs
+from rolleval.errors import DataError, UsageError
+from rolleval.importers import FORMATS, detect_format
+
+DATA = Path(__file__).parent / "data" / "imports"
+TRACELENS = DATA / "tracelens"
+
+
+def _pass1(run: Path, task: str | None = None) -> float:
+    report = report_run(run, write=False).report
+    tasks = report["tasks"]
+    rep = tasks[task] if task else next(iter(tasks.values()))
+    return rep["metrics"]["pass@1"]["value"]
+
+
+def _no_leftovers(parent: Path) -> None:
+    """No run directory and no temporary import folder left in ``parent``."""
+    assert [p.name for p in parent.iterdir()] == []
+
+
+# --- TraceLens: same answer as `tracelens compare` on its own fixtures -----------------------
+
+
+def _tracelens_recorded() -> dict[str, dict[str, float | str | int]]:
+    """What `tracelens compare baseline X` printed, parsed from the fixture README."""
+    text = (TRACELENS / "README.md").read_text()
+    out = {}
+    for block in text.split("$ tracelens compare baseline.trials.json ")[1:]:
+        name = block.split(".trials.json", 1)[0]
+        m = re.search(r"delta = ([+-][0-9.]+)\s+95% CI \[([+-][0-9.]+), ([+-][0-9.]+)\]", block)
+        v = re.search(r"Verdict: (.+?) \(exit (\d)\)", block)
+        assert m and v, name
+        out[name] = {
+            "effect": float(m[1]),
+            "lo": float(m[2]),
+            "hi": float(m[3]),
+            "verdict": v[1],
+            "exit": int(v[2]),
+        }
+    assert set(out) == {"regressed", "improved", "noisy", "baseline"}
+    return out
+
+
+# TraceLens verdict text -> rolleval verdict, and the documented exit-code difference
+# (TraceLens exits 2 for "inconclusive"; rolleval keeps 2 for input errors and exits 3).
+_VERDICTS = {
+    "REGRESSION": ("regression", 1),
+    "IMPROVEMENT": ("improvement", 0),
+    "inconclusive: more runs or tasks needed": ("inconclusive", 3),
+    "equivalent within the practical threshold": ("equivalent_within_threshold", 0),
+}
+
+
+@pytest.fixture(scope="module")
+def tracelens_runs(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("tl")
+    runs = {}
+    for name in ("baseline", "regressed", "improved", "noisy"):
+        import_run("tracelens", TRACELENS / f"{name}.trials.json", root / name)
+        runs[name] = root / name
+    return runs
+
+
+@pytest.mark.parametrize("candidate", ["regressed", "improved", "noisy", "baseline"])
+def test_tracelens_compare_fixtures_give_tracelens_answer(tracelens_runs, candidate):
+    expected = _tracelens_recorded()[candidate]
+    res = compare_runs(tracelens_runs["baseline"], tracelens_runs[candidate], threshold=0.03)
+    (task,) = res.tasks
+    c = task.comparison
+    # Same estimand (mean over tasks of the per-task pass-rate difference): the effect is the
+    # same number; the bootstrap intervals agree to TraceLens's printed precision or nearly
+    # (different random streams over 16 tasks).
+    assert c.effect == pytest.approx(expected["effect"], abs=5e-5)
+    assert c.ci_low == pytest.approx(expected["lo"], abs=0.01)
+    assert c.ci_high == pytest.approx(expected["hi"], abs=0.01)
+    verdict, exit_code = _VERDICTS[expected["verdict"]]
+    assert c.verdict == verdict
+    assert res.exit_code == exit_code
+    if expected["exit"] != exit_code:
+        assert (expected["exit"], exit_code) == (2, 3)  # the documented difference
+    assert task.alignment.by == "content_hash"
+
+
+def test_tracelens_records_map_trials(tracelens_runs):
+    run = tracelens_runs["noisy"]
+    manifest = orjson.loads((run / "manifest.json").read_bytes())
+    summary = manifest["import"]
+    assert summary["format"] == "tracelens"
+    assert summary["totals"] == {"tasks": 1, "problems": 16, "rollouts": 32}
+    trials = orjson.loads((TRACELENS / "noisy.trials.json").read_bytes())["trials"]
+    judgements = [
+        orjson.loads(line)
+        for line in (run / "tasks" / "compare-fixture" / "judgements.jsonl")
+        .read_bytes()
+        .splitlines()
+    ]
+    got = {(j["problem_id"], j["index"]): j["correct"] for j in judgements}
+    want = {
+        (t["task_id"], t["run_index"]): all(o["passed"] for o in t["outcomes"])
+        and bool(t["outcomes"])
+        for t in trials
+    }
+    assert got == want
+    hashes = orjson.loads((TRACELENS / "noisy.trials.json").read_bytes())["provenance"][
+        "measurement"
+    ]["task_hashes"]
+    prompts = [
+        orjson.loads(line)
+        for line in (run / "tasks" / "compare-fixture" / "prompts.jsonl").read_bytes().splitlines()
+    ]
+    assert {p["problem_id"]: p["content_hash"] for p in prompts} == hashes
+
+
+def test_tracelens_statuses_map_to_harness_failures(tmp_path):
+    data = orjson.loads((TRACELENS / "noisy.trials.json").read_bytes())
+    statuses = ["infra_error", "timeout", "skipped", "failed"]
+    for trial, status in zip(data["trials"][:4], statuses):
+        trial["status"] = status
+        trial["error_message"] = f"boom ({status})"
+    data["trials"][4]["outcomes"][0]["grader_error"] = True
+    src = tmp_path / "edited.trials.json"
+    src.write_bytes(orjson.dumps(data))
+    import_run("tracelens", src, tmp_path / "run")
+    lines = (tmp_path / "run" / "tasks" / "compare-fixture" / "judgements.jsonl").read_bytes()
+    js = [orjson.loads(x) for x in lines.splitlines()]
+    by_key = {(j["problem_id"], j["index"]): j for j in js}
+    t = data["trials"]
+    assert by_key[(t[0]["task_id"], t[0]["run_index"])]["status"] == "infra_error"
+    assert by_key[(t[1]["task_id"], t[1]["run_index"])]["status"] == "timeout"
+    assert by_key[(t[2]["task_id"], t[2]["run_index"])]["status"] == "skipped"
+    failed = by_key[(t[3]["task_id"], t[3]["run_index"])]
+    assert failed["status"] == "ok" and "correct" in failed  # agent failure = model failure
+    crashed = by_key[(t[4]["task_id"], t[4]["run_index"])]
+    assert "grader_error" in crashed and "correct" not in crashed
+    rep = report_run(tmp_path / "run", write=False).report["tasks"]["compare-fixture"]
+    assert rep["rollouts"]["gradable"] == 32 - 4  # infra, timeout, skipped, grader crash
+
+
+# --- bad input: one line, exit 2, nothing left behind ----------------------------------------
+
+
+def _cli(capsys, *args: str) -> tuple[int, str]:
+    code = main(["import", *args])
+    err = capsys.readouterr().err
+    return code, err
+
+
+def test_wrong_format_names_the_format_source_looks_like(tmp_path, capsys):
+    out = tmp_path / "out"
+    code, err = _cli(capsys, "lm-eval", str(TRACELENS / "baseline.trials.json"), "--out", str(out))
+    assert code == 2
+    assert "looks like tracelens output, not lm-eval" in err
+    assert "rolleval import tracelens" in err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert not out.exists()
+    assert detect_format(TRACELENS / "baseline.trials.json") == "tracelens"
+
+
+def test_truncated_trials_file_is_one_line_exit_2_and_no_run(tmp_path, capsys):
+    src = tmp_path / "src"
+    src.mkdir()
+    data = (TRACELENS / "baseline.trials.json").read_bytes()
+    bad = src / "cut.trials.json"
+    bad.write_bytes(data[: len(data) // 2])
+    parent = tmp_path / "runs"
+    parent.mkdir()
+    code, err = _cli(capsys, "tracelens", str(bad), "--out", str(parent / "r"))
+    assert code == 2
+    assert str(bad) in err and "truncated" in err
+    assert err.count("\n") == 1
+    _no_leftovers(parent)
+
+
+def test_duplicate_trial_ids_are_refused(tmp_path, capsys):
+    data = orjson.loads((TRACELENS / "noisy.trials.json").read_bytes())
+    data["trials"].append(dict(data["trials"][0]))
+    src = tmp_path / "dup.trials.json"
+    src.write_bytes(orjson.dumps(data))
+    parent = tmp_path / "runs"
+    parent.mkdir()
+    code, err = _cli(capsys, "tracelens", str(src), "--out", str(parent / "r"))
+    assert code == 2
+    assert "duplicate trial (task_id, run_index)" in err and str(src) in err
+    _no_leftovers(parent)
+
+
+def test_failure_after_tasks_were_written_leaves_nothing(tmp_path, monkeypatch):
+    """A crash late in the import (here: the report) removes the half-built run."""
+    import rolleval.api as api
+
+    def boom(*a, **k):
+        raise DataError("simulated failure while reporting")
+
+    monkeypatch.setattr(api, "report_run", boom)
+    parent = tmp_path / "runs"
+    parent.mkdir()
+    with pytest.raises(DataError, match="simulated"):
+        import_run("tracelens", TRACELENS / "noisy.trials.json", parent / "r")
+    _no_leftovers(parent)
+
+
+def test_existing_out_is_refused_untouched(tmp_path):
+    out = tmp_path / "r"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    with pytest.raises(UsageError, match="already exists"):
+        import_run("tracelens", TRACELENS / "noisy.trials.json", out)
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+
+
+def test_unknown_format_and_missing_source(tmp_path, capsys):
+    code, err = _cli(capsys, "nope", str(TRACELENS), "--out", str(tmp_path / "r"))
+    assert code == 2 and "nope" in err
+    code, err = _cli(
+        capsys, "tracelens", str(tmp_path / "missing.json"), "--out", str(tmp_path / "r")
+    )
+    assert code == 2 and "missing.json" in err and "not found" in err
+    assert set(FORMATS) == {"lm-eval", "inspect", "lighteval", "tracelens", "sieval"}
