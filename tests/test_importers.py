@@ -239,3 +239,160 @@ def test_unknown_format_and_missing_source(tmp_path, capsys):
     )
     assert code == 2 and "missing.json" in err and "not found" in err
     assert set(FORMATS) == {"lm-eval", "inspect", "lighteval", "tracelens", "sieval"}
+
+
+# --- lm-evaluation-harness ---------------------------------------------------------------------
+
+LMEVAL = DATA / "lm-eval"
+
+
+def _lmeval_results(variant: str) -> dict:
+    (path,) = (LMEVAL / variant).glob("results_*.json")
+    return json.loads(path.read_text())
+
+
+@pytest.fixture(scope="module")
+def lmeval_runs(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("lm")
+    runs = {}
+    for variant in ("seed1", "seed2", "degraded"):
+        import_run("lm-eval", LMEVAL / variant, root / variant)
+        import_run(
+            "lm-eval", LMEVAL / variant, root / f"{variant}-regraded", regrade="short_answer"
+        )
+        runs[variant] = root / variant
+        runs[f"{variant}-regraded"] = root / f"{variant}-regraded"
+    return runs
+
+
+@pytest.mark.parametrize("variant", ["seed1", "seed2", "degraded"])
+def test_lmeval_round_trip_pass1_equals_exact_match(lmeval_runs, variant):
+    """Without --regrade: one rollout per document (take_first), lm-eval's own verdict."""
+    expected = _lmeval_results(variant)["results"]["copycolors_local"]["exact_match,last-word"]
+    assert _pass1(lmeval_runs[variant]) == pytest.approx(expected, abs=1e-12)
+    summary = orjson.loads((lmeval_runs[variant] / "manifest.json").read_bytes())["import"]
+    task = summary["tasks"]["copycolors_local"]
+    assert (task["problems"], task["rollouts"]) == (100, 100)
+    assert task["source_metrics"]["exact_match,last-word"] == expected
+    assert any("take_first" in n and "300 later repeats" in n for n in task["notes"])
+    assert {
+        "field": "resps[0][1:]",
+        "reason": "repeats without a per-repeat score (take_first)",
+        "count": 300,
+    } in task["unmapped"]
+    assert summary["correctness"] == "source"
+
+
+def test_lmeval_regrade_imports_every_repeat_and_keeps_source_verdicts(lmeval_runs):
+    run = lmeval_runs["seed1-regraded"]
+    summary = orjson.loads((run / "manifest.json").read_bytes())["import"]
+    assert summary["correctness"] == "regraded"
+    assert summary["regrade_grader"]["type"] == "short_answer"
+    assert summary["totals"]["rollouts"] == 400
+    tdir = run / "tasks" / "copycolors_local"
+    judged = [orjson.loads(x) for x in (tdir / "judgements.jsonl").read_bytes().splitlines()]
+    assert len(judged) == 400 and {j["grader"] for j in judged} == {"short_answer@1"}
+    prev = [orjson.loads(x) for x in (tdir / "judgements.prev.jsonl").read_bytes().splitlines()]
+    assert {j["grader"] for j in prev} == {"lm-eval:copycolors_local:exact_match[last-word]@1.0"}
+    # every repeat's raw text is stored exactly as lm-eval logged it
+    (samples,) = (LMEVAL / "seed1").glob("samples_*.jsonl")
+    first = orjson.loads(samples.read_bytes().splitlines()[0])
+    rolls = [orjson.loads(x) for x in (tdir / "rollouts.jsonl").read_bytes().splitlines()]
+    assert [r["text"] for r in rolls if r["problem_id"] == str(first["doc_id"])] == first["resps"][
+        0
+    ]
+
+
+def test_lmeval_prompt_and_hash_are_the_request_as_sent(lmeval_runs):
+    (samples,) = (LMEVAL / "seed2").glob("samples_*.jsonl")
+    first = orjson.loads(samples.read_bytes().splitlines()[0])
+    sent = json.loads(first["arguments"]["gen_args_0"]["arg_0"][0])
+    prompt = orjson.loads(
+        (lmeval_runs["seed2"] / "tasks" / "copycolors_local" / "prompts.jsonl")
+        .read_bytes()
+        .splitlines()[0]
+    )
+    assert prompt["prompt"] == sent
+    assert prompt["reference"] == first["target"]
+    from rolleval.records import content_hash
+
+    assert prompt["content_hash"] == content_hash(sent, first["target"])
+
+
+def test_lmeval_aa_is_not_a_regression(lmeval_runs):
+    for suffix in ("", "-regraded"):
+        res = compare_runs(lmeval_runs[f"seed1{suffix}"], lmeval_runs[f"seed2{suffix}"])
+        assert res.tasks[0].alignment.by == "content_hash"
+        assert res.tasks[0].comparison.verdict != "regression"
+        assert res.exit_code != 1
+
+
+def test_lmeval_ab_degraded_serving_is_a_regression(lmeval_runs):
+    """All four repeats (--regrade) give the evidence; take_first's one repeat does not."""
+    res = compare_runs(lmeval_runs["seed1-regraded"], lmeval_runs["degraded-regraded"])
+    assert res.tasks[0].comparison.verdict == "regression"
+    assert res.exit_code == 1
+    code = main(
+        ["compare", str(lmeval_runs["seed1-regraded"]), str(lmeval_runs["degraded-regraded"])]
+    )
+    assert code == 1
+
+
+def test_lmeval_single_samples_file_and_cli_summary(tmp_path, capsys):
+    (samples,) = (LMEVAL / "seed1").glob("samples_*.jsonl")
+    assert main(["import", "lm-eval", str(samples), "--out", str(tmp_path / "r")]) == 0
+    out = capsys.readouterr().out
+    assert "1 task(s), 100 problems, 100 rollouts" in out
+    assert "not mapped: resps[0][1:]" in out
+    assert _pass1(tmp_path / "r") == pytest.approx(0.12)
+
+
+def test_lmeval_truncated_samples_file_names_the_line(tmp_path, capsys):
+    (samples,) = (LMEVAL / "seed1").glob("samples_*.jsonl")
+    data = samples.read_bytes()
+    cut = tmp_path / samples.name
+    cut.write_bytes(data[: len(data) - 500])
+    (results,) = (LMEVAL / "seed1").glob("results_*.json")
+    shutil.copy(results, tmp_path)
+    parent = tmp_path / "runs"
+    parent.mkdir()
+    code, err = _cli(capsys, "lm-eval", str(cut), "--out", str(parent / "r"))
+    assert code == 2
+    assert f"{cut}:100:" in err and "truncated" in err
+    _no_leftovers(parent)
+
+
+def test_lmeval_duplicate_doc_ids_are_refused(tmp_path, capsys):
+    (samples,) = (LMEVAL / "seed1").glob("samples_*.jsonl")
+    lines = samples.read_bytes().splitlines(keepends=True)
+    dup = tmp_path / samples.name
+    dup.write_bytes(b"".join(lines + lines[:1]))  # two logs of the task concatenated
+    (results,) = (LMEVAL / "seed1").glob("results_*.json")
+    shutil.copy(results, tmp_path)
+    parent = tmp_path / "runs"
+    parent.mkdir()
+    code, err = _cli(capsys, "lm-eval", str(dup), "--out", str(parent / "r"))
+    assert code == 2
+    assert f"{dup}:101:" in err and "duplicate doc_id '0'" in err
+    _no_leftovers(parent)
+
+
+def test_lmeval_non_take_first_filter_needs_regrade(tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(LMEVAL / "seed1", src)
+    (results,) = src.glob("results_*.json")
+    data = json.loads(results.read_text())
+    data["configs"]["copycolors_local"]["filter_list"][0]["filter"][-1]["function"] = (
+        "majority_vote"
+    )
+    results.write_text(json.dumps(data))
+    with pytest.raises(DataError, match="pass --regrade TYPE"):
+        import_run("lm-eval", src, tmp_path / "r")
+    assert not (tmp_path / "r").exists()
+    import_run("lm-eval", src, tmp_path / "r", regrade="short_answer")
+    assert (tmp_path / "r" / "manifest.json").exists()
+
+
+def test_wrong_format_for_a_folder(tmp_path, capsys):
+    code, err = _cli(capsys, "tracelens", str(LMEVAL / "seed1"), "--out", str(tmp_path / "r"))
+    assert code == 2 and "looks like lm-eval output, not tracelens" in err
