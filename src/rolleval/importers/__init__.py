@@ -17,13 +17,14 @@ from typing import Any
 from ..errors import DataError, UsageError
 from ._base import ImportedRun, ImportedTask, Reader
 from ._inspect import InspectReader
+from ._io import DEFAULT_MAX_UNZIPPED_BYTES
 from ._lighteval import LightevalReader
 from ._lmeval import LmEvalReader
 from ._sieval import SiEvalReader
 from ._tracelens import TraceLensReader
 from ._write import write_imported_run
 
-__all__ = ["FORMATS", "detect_format", "import_run"]
+__all__ = ["FORMATS", "ImportedRun", "ImportedTask", "detect_format", "import_run"]
 
 _READERS: dict[str, Reader] = {
     r.name: r
@@ -48,6 +49,7 @@ def import_run(
     out: str | os.PathLike[str],
     *,
     regrade: str | dict[str, Any] | None = None,
+    max_unzipped_bytes: int = DEFAULT_MAX_UNZIPPED_BYTES,
     on_task: Any = None,
 ) -> dict[str, Any]:
     """Import ``source`` (written by the tool ``format``) as a rolleval run at ``out``.
@@ -62,7 +64,7 @@ def import_run(
     path = Path(source)
     if not path.exists():
         raise DataError("source not found; pass the file or folder the tool wrote", path=path)
-    reader = _READERS[format]
+    reader = InspectReader(max_unzipped_bytes) if format == "inspect" else _READERS[format]
     if not reader.looks_like(path):
         guess = detect_format(path)
         if guess is not None:
@@ -86,6 +88,3 @@ def import_run(
         spec = grader.spec
     run = reader.read(path, regrade=spec["type"] if spec else None)
     return write_imported_run(Path(out), run, regrade=spec, on_task=on_task)
-
-
-__all__ += ["ImportedRun", "ImportedTask"]

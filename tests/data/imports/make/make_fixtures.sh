@@ -18,7 +18,7 @@ DATA="$ROOT/tests/data/imports"
 MAIN_PY="${MAIN_PY:-/work/main/.venv/bin/python}"
 PEERS="${PEERS:-$ROOT/bench/.venv-peers/bin}"
 SIEVAL_PY="${SIEVAL_PY:-/tmp/importers/venv-sieval/bin/python}"
-WORK="${WORK:-/tmp/importers/out}"
+WORK="${WORK:-/tmp/importers/out}"  # one per concurrent invocation (with PORT)
 PORT="${PORT:-8765}"
 MODEL_ALIAS=SmolLM2-135M-Instruct.Q4_1
 export HF_DATASETS_OFFLINE=1 HF_HUB_OFFLINE=1 LITELLM_LOCAL_MODEL_COST_MAP=True
@@ -31,7 +31,7 @@ model_path() {
 SERVER_PID=""
 serve() {  # serve SEED ROPE_FREQ_SCALE
     "$MAIN_PY" -m llama_cpp.server --model "$(model_path)" --model_alias "$MODEL_ALIAS" \
-        --host 127.0.0.1 --port "$PORT" --n_ctx 2048 --n_threads 2 --seed "$1" \
+        --host 127.0.0.1 --port "$PORT" --n_ctx 2048 --n_threads 1 --seed "$1" \
         --rope_freq_scale "$2" >"$WORK/server.log" 2>&1 &
     SERVER_PID=$!
     for _ in $(seq 240); do
@@ -71,7 +71,7 @@ inspect_runs() {
         serve "$2" "$3"
         (cd "$HERE" && LLAMACPP_BASE_URL="http://127.0.0.1:$PORT/v1" LLAMACPP_API_KEY=none \
             "$PEERS/inspect" eval inspect_task.py --model "openai-api/llamacpp/$MODEL_ALIAS" \
-            --epochs 4 --epochs-reducer mean --max-connections 1 \
+            --limit 30 --epochs 4 --epochs-reducer mean --max-connections 1 \
             --log-dir "$WORK/inspect-$1" --display plain --no-log-realtime)
         stop
         mkdir -p "$DATA/inspect/$1"
@@ -93,7 +93,7 @@ lighteval_runs() {
         (cd "$HERE" && "$PEERS/python" lighteval_offline.py endpoint litellm \
             "model_name=openai/$MODEL_ALIAS,base_url=http://127.0.0.1:$PORT/v1,api_key=none,concurrent_requests=1,cache_dir=$WORK/lighteval-cache-$1,generation_parameters={temperature:0.7,max_new_tokens:16}" \
             "custom|copycolors|0" --custom-tasks lighteval_task.py --save-details \
-            --output-dir "$WORK/lighteval-$1")
+            --output-dir "$WORK/lighteval-$1" --max-samples 40)
         stop
         mkdir -p "$DATA/lighteval/$1"
         cp -r "$WORK/lighteval-$1"/. "$DATA/lighteval/$1/"
@@ -107,7 +107,7 @@ sieval_runs() {
     for v in "${VARIANTS[@]}"; do
         set -- $v
         serve "$2" "$3"
-        (cd "$HERE" && "$SIEVAL_PY" sieval_driver.py "$DATA/sieval/$1" "http://127.0.0.1:$PORT/v1" 4 40)
+        (cd "$HERE" && "$SIEVAL_PY" sieval_driver.py "$DATA/sieval/$1" "http://127.0.0.1:$PORT/v1" 4 30)
         stop
     done
 }
