@@ -82,13 +82,14 @@ inspect_runs() {
 
 lighteval_runs() {
     # lighteval_offline.py runs lighteval's own CLI after answering the one Hub query its
-    # task registry makes at import (see that file). A fresh cache_dir per run: lighteval
-    # caches generations and would otherwise replay the first run's answers.
+    # task registry makes at import (see that file). Fresh caches per run: lighteval caches
+    # generations in cache_dir, and its litellm backend caches responses in ./.litellm_cache;
+    # either would replay the first run's answers in the second.
     rm -rf "$DATA/lighteval" && mkdir -p "$DATA/lighteval" "$HERE/lighteval_data"
     cp "$HERE/copycolors.jsonl" "$HERE/lighteval_data/test.jsonl"
     for v in "seed1 1 1.0" "seed2 2 1.0" "degraded 1 0.8"; do
         set -- $v
-        rm -rf "$WORK/lighteval-$1" "$WORK/lighteval-cache-$1"
+        rm -rf "$WORK/lighteval-$1" "$WORK/lighteval-cache-$1" "$HERE/.litellm_cache"
         serve "$2" "$3"
         (cd "$HERE" && "$PEERS/python" lighteval_offline.py endpoint litellm \
             "model_name=openai/$MODEL_ALIAS,base_url=http://127.0.0.1:$PORT/v1,api_key=none,concurrent_requests=1,cache_dir=$WORK/lighteval-cache-$1,generation_parameters={temperature:0.7,max_new_tokens:16}" \
@@ -99,7 +100,7 @@ lighteval_runs() {
         cp -r "$WORK/lighteval-$1"/. "$DATA/lighteval/$1/"
         rm -rf "$WORK/lighteval-$1" "$WORK/lighteval-cache-$1"
     done
-    rm -rf "$HERE/lighteval_data"
+    rm -rf "$HERE/lighteval_data" "$HERE/.litellm_cache"
 }
 
 sieval_runs() {
