@@ -33,18 +33,18 @@ def _line(record: BaseModel) -> bytes:
     return dump_record(record.model_dump(exclude_none=True, warnings=False))
 
 
-def _with_clusters(judgements: list[JudgementRecord]) -> list[JudgementRecord]:
-    """Fill in maj@n answer clusters the source did not give: rollouts of one problem whose
-    extracted answers are the same string share the lowest such rollout index."""
+def _judgement_lines(judgements: list[JudgementRecord]) -> bytes:
+    """Judgement lines, filling in maj@n answer clusters the source did not give: rollouts
+    of one problem whose extracted answers are the same string share the lowest such index."""
     first: dict[tuple[str, str], int] = {}
     out = []
     for j in judgements:
+        data = j.model_dump(exclude_none=True)
         if j.cluster is None and j.extracted is not None and j.gradable:
             key = (j.problem_id, j.extracted)
-            first.setdefault(key, j.index)
-            j = j.model_copy(update={"cluster": min(first[key], j.index)})
-        out.append(j)
-    return out
+            data["cluster"] = first.setdefault(key, j.index)
+        out.append(dump_record(data))
+    return b"".join(out)
 
 
 def _check_out(out: Path) -> None:
@@ -110,9 +110,7 @@ def write_imported_run(
             tf.dir.mkdir(parents=True)
             atomic_write_bytes(tf.prompts, b"".join(_line(p) for p in task.prompts))
             atomic_write_bytes(tf.rollouts, b"".join(_line(r) for r in task.rollouts))
-            atomic_write_bytes(
-                tf.judgements, b"".join(_line(j) for j in _with_clusters(task.judgements))
-            )
+            atomic_write_bytes(tf.judgements, _judgement_lines(task.judgements))
             hashes = {p.problem_id: p.content_hash for p in task.prompts if p.content_hash}
             settings = {
                 "name": task.name,
