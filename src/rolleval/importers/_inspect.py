@@ -64,6 +64,8 @@ _KNOWN_SAMPLE = {
     "timelines",
     "metadata_details",
     "total_tokens",
+    "events_data",
+    "turn_count",
 }
 
 
@@ -198,7 +200,7 @@ class InspectReader:
                 prompts[pid] = make_prompt(pid, prompt, reference, extras=extras)
             for key in sample.keys() - _KNOWN_SAMPLE:
                 unmapped.add(f"samples[].{key}", "field not known to the importer")
-            for key in ("events", "store", "attachments"):
+            for key in ("events", "events_data", "store", "attachments"):
                 if sample.get(key):
                     unmapped.add(f"samples[].{key}", "transcript detail, not a rollout field")
             scores = sample.get("scores") or {}

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from ..errors import DataError
+from ..errors import DataError, MissingDependencyError
 
 __all__ = [
     "DEFAULT_MAX_UNZIPPED_BYTES",
@@ -96,6 +96,22 @@ def iter_jsonl(path: Path, *, what: str) -> Iterator[tuple[int, dict[str, Any]]]
             yield number, obj
 
 
+_ZSTD = 93  # zip compression method id of Zstandard (Inspect AI writes .eval logs with it)
+
+
+def _enable_zstd(path: Path) -> None:
+    """Teach :mod:`zipfile` Zstandard (built in from Python 3.14; ``zipfile-zstd`` before)."""
+    if getattr(zipfile, "ZIP_ZSTANDARD", None) == _ZSTD:
+        return
+    try:
+        import zipfile_zstd  # noqa: F401  (registers the method with zipfile)
+    except ImportError:
+        raise MissingDependencyError(
+            f"{path}: the archive is Zstandard-compressed; reading it needs zipfile-zstd: "
+            "pip install 'rolleval[inspect]'"
+        ) from None
+
+
 class SafeZip:
     """A zip archive read with its members' paths and total expanded size checked.
 
@@ -114,6 +130,8 @@ class SafeZip:
             raise DataError(
                 f"not a readable zip archive ({exc}); the file may be truncated", path=path
             ) from None
+        if any(i.compress_type == _ZSTD for i in self._zf.infolist()):
+            _enable_zstd(path)
         declared = 0
         for info in self._zf.infolist():
             name = info.filename
@@ -143,7 +161,7 @@ class SafeZip:
         try:
             with self._zf.open(info) as fh:
                 data = fh.read(left + 1)
-        except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        except (zipfile.BadZipFile, OSError, EOFError, NotImplementedError) as exc:
             raise DataError(
                 f"archive member {name!r} cannot be read ({exc}); the file may be truncated or corrupt",
                 path=self.path,
