@@ -44,7 +44,7 @@ serve() {  # serve SEED ROPE_FREQ_SCALE
 stop() { [[ -n "$SERVER_PID" ]] && kill "$SERVER_PID" && wait "$SERVER_PID" 2>/dev/null || true; SERVER_PID=""; }
 trap stop EXIT
 
-VARIANTS=("seed1 1 1.0" "seed2 2 1.0" "degraded 1 0.8")
+VARIANTS=("seed1 1 1.0" "degraded 1 0.8" "seed2 2 1.0")
 
 lm_eval_runs() {
     rm -rf "$DATA/lm-eval" && mkdir -p "$DATA/lm-eval"
@@ -71,7 +71,7 @@ inspect_runs() {
         serve "$2" "$3"
         (cd "$HERE" && LLAMACPP_BASE_URL="http://127.0.0.1:$PORT/v1" LLAMACPP_API_KEY=none \
             "$PEERS/inspect" eval inspect_task.py --model "openai-api/llamacpp/$MODEL_ALIAS" \
-            --limit 30 --epochs 4 --epochs-reducer mean --max-connections 1 \
+            --limit 20 --epochs 2 --epochs-reducer mean --max-connections 1 \
             --log-dir "$WORK/inspect-$1" --display plain --no-log-realtime)
         stop
         mkdir -p "$DATA/inspect/$1"
@@ -108,7 +108,7 @@ sieval_runs() {
     for v in "${VARIANTS[@]}"; do
         set -- $v
         serve "$2" "$3"
-        (cd "$HERE" && "$SIEVAL_PY" sieval_driver.py "$DATA/sieval/$1" "http://127.0.0.1:$PORT/v1" 4 30)
+        (cd "$HERE" && "$SIEVAL_PY" sieval_driver.py "$DATA/sieval/$1" "http://127.0.0.1:$PORT/v1" 2 20)
         stop
     done
 }
