@@ -396,3 +396,219 @@ def test_lmeval_non_take_first_filter_needs_regrade(tmp_path):
 def test_wrong_format_for_a_folder(tmp_path, capsys):
     code, err = _cli(capsys, "tracelens", str(LMEVAL / "seed1"), "--out", str(tmp_path / "r"))
     assert code == 2 and "looks like lm-eval output, not tracelens" in err
+
+
+# --- Inspect AI ----------------------------------------------------------------------------------
+
+INSPECT = DATA / "inspect"
+
+
+def _inspect_log(variant: str) -> Path:
+    (path,) = (INSPECT / variant).glob("*.eval")
+    return path
+
+
+def _inspect_accuracy(path: Path) -> float:
+    with zipfile.ZipFile(path) as zf:
+        header = json.loads(zf.read("header.json"))
+    (score,) = header["results"]["scores"]
+    assert score["reducer"] == "mean"
+    return score["metrics"]["accuracy"]["value"]
+
+
+@pytest.fixture(scope="module")
+def inspect_runs(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("inspect")
+    runs = {}
+    for variant in ("seed1", "seed2", "degraded"):
+        import_run("inspect", INSPECT / variant, root / variant)
+        runs[variant] = root / variant
+    return runs
+
+
+@pytest.mark.parametrize("variant", ["seed1", "seed2", "degraded"])
+def test_inspect_round_trip_pass1_equals_accuracy(inspect_runs, variant):
+    """Epochs reduced by mean: Inspect's accuracy is the mean over samples of the per-sample
+    mean over epochs, which is pass@1."""
+    expected = _inspect_accuracy(_inspect_log(variant))
+    assert _pass1(inspect_runs[variant]) == pytest.approx(expected, abs=1e-12)
+    summary = orjson.loads((inspect_runs[variant] / "manifest.json").read_bytes())["import"]
+    (task,) = summary["tasks"].values()
+    assert task["problems"] == 20 and task["rollouts"] == 40  # 20 samples x 2 epochs
+    assert task["aligned_by"] == "content_hash"
+
+
+def test_inspect_records_carry_text_tokens_and_answer(inspect_runs):
+    log = _inspect_log("seed1")
+    with zipfile.ZipFile(log) as zf:
+        name = sorted(n for n in zf.namelist() if n.startswith("samples/"))[0]
+        sample = json.loads(zf.read(name))
+    tdir = next((inspect_runs["seed1"] / "tasks").iterdir())
+    rolls = [orjson.loads(x) for x in (tdir / "rollouts.jsonl").read_bytes().splitlines()]
+    r = next(
+        x
+        for x in rolls
+        if x["problem_id"] == str(sample["id"]) and x["index"] == sample["epoch"] - 1
+    )
+    assert r["text"] == sample["output"]["choices"][0]["message"]["content"]
+    assert r["usage"]["completion_tokens"] == sample["output"]["usage"]["output_tokens"]
+    prompts = [orjson.loads(x) for x in (tdir / "prompts.jsonl").read_bytes().splitlines()]
+    p = next(x for x in prompts if x["problem_id"] == str(sample["id"]))
+    assert p["prompt"][0]["content"] == sample["messages"][0]["content"]
+    assert p["reference"] == sample["target"]
+
+
+def test_inspect_aa_not_a_regression_and_ab_compares(inspect_runs):
+    aa = compare_runs(inspect_runs["seed1"], inspect_runs["seed2"])
+    assert aa.tasks[0].comparison.verdict != "regression" and aa.exit_code != 1
+    ab = compare_runs(inspect_runs["seed1"], inspect_runs["degraded"])
+    assert ab.tasks[0].alignment.by == "content_hash"
+    # the degraded serving answers worse (20 samples x 2 epochs: too few for a verdict)
+    assert ab.tasks[0].comparison.effect < 0
+
+
+def _zip_with(src: Path, dst: Path, name: str, data: bytes) -> Path:
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dst, "w", zipfile.ZIP_DEFLATED) as zout:
+        for item in zin.infolist():
+            zout.writestr(item, zin.read(item.filename))
+        zout.writestr(name, data)
+    return dst
+
+
+def test_inspect_zip_path_traversal_is_refused(tmp_path, capsys):
+    bad = _zip_with(_inspect_log("seed1"), tmp_path / "evil.eval", "../../outside.json", b"{}")
+    parent = tmp_path / "runs"
+    parent.mkdir()
+    code, err = _cli(capsys, "inspect", str(bad), "--out", str(parent / "r"))
+    assert code == 2
+    assert str(bad) in err and "'../../outside.json' points outside the archive" in err
+    _no_leftovers(parent)
+    assert not (tmp_path.parent / "outside.json").exists()
+
+
+def test_inspect_zip_bomb_is_refused(tmp_path):
+    bomb = _zip_with(
+        _inspect_log("seed1"), tmp_path / "bomb.eval", "samples/zeros.json", b"0" * (8 << 20)
+    )
+    assert bomb.stat().st_size < (1 << 20)  # small on disk, 8 MB once expanded
+    parent = tmp_path / "runs"
+    parent.mkdir()
+    with pytest.raises(DataError, match="past the limit of 4000000"):
+        import_run("inspect", bomb, parent / "r", max_unzipped_bytes=4_000_000)
+    _no_leftovers(parent)
+
+
+def test_inspect_truncated_eval_is_one_line_exit_2(tmp_path, capsys):
+    data = _inspect_log("seed1").read_bytes()
+    cut = tmp_path / "cut.eval"
+    cut.write_bytes(data[: len(data) // 2])
+    code, err = _cli(capsys, "inspect", str(cut), "--out", str(tmp_path / "r"))
+    assert code == 2 and str(cut) in err and err.count("\n") == 1
+    assert not (tmp_path / "r").exists()
+
+
+# --- SiEval ---------------------------------------------------------------------------------------
+
+SIEVAL = DATA / "sieval"
+
+
+@pytest.mark.parametrize("variant", ["seed1", "seed2", "degraded"])
+def test_sieval_round_trip_pass1_equals_sieval_pass1(tmp_path, variant):
+    report = json.loads((SIEVAL / variant / "report.json").read_text())
+    assert report["fails"] == 0  # with no failed sample SiEval's 'requested' equals 'judged'
+    import_run("sieval", SIEVAL / variant, tmp_path / "r")
+    assert _pass1(tmp_path / "r") == pytest.approx(report["pass@1"] / 100, abs=1e-12)
+
+
+def test_sieval_aa_and_ab(tmp_path):
+    for v in ("seed1", "seed2", "degraded"):
+        import_run("sieval", SIEVAL / v, tmp_path / v)
+    aa = compare_runs(tmp_path / "seed1", tmp_path / "seed2")
+    assert aa.exit_code != 1 and aa.tasks[0].alignment.by == "content_hash"
+    ab = compare_runs(tmp_path / "seed1", tmp_path / "degraded")
+    assert ab.tasks[0].comparison.effect < 0
+
+
+def test_sieval_failed_samples_are_harness_failures(tmp_path):
+    src = tmp_path / "src"
+    shutil.copytree(SIEVAL / "seed1", src)
+    (shard,) = src.glob("*/final/*.jsonl")
+    lines = shard.read_bytes().splitlines(keepends=True)
+    shard.write_bytes(b"".join(lines[1:]))
+    first = orjson.loads(lines[0])
+    failed = {
+        "sample_id": first["sample_id"],
+        "iteration": 0,
+        "stage": "failed",
+        "preprocess_result": first["preprocess_result"],
+        "error_action": "infer",
+        "error_reason": "timeout",
+        "error_msg": "request timed out",
+    }
+    fdir = shard.parent.parent / "failed"
+    fdir.mkdir()
+    (fdir / "0.jsonl").write_bytes(orjson.dumps(failed) + b"\n")
+    import_run("sieval", src, tmp_path / "r")
+    rep = report_run(tmp_path / "r", write=False).report["tasks"]
+    (task,) = rep.values()
+    n = len(first["feedback_result"]["rollouts"])
+    assert task["rollouts"]["gradable"] == 20 * n - n
+    summary = orjson.loads((tmp_path / "r" / "manifest.json").read_bytes())["import"]
+    (t,) = summary["tasks"].values()
+    assert any("1 samples failed" in note for note in t["notes"])
+
+
+# --- lighteval ------------------------------------------------------------------------------------
+
+LIGHTEVAL = DATA / "lighteval"
+
+
+def _lighteval_em(variant: str) -> float:
+    (path,) = (LIGHTEVAL / variant).rglob("results_*.json")
+    return json.loads(path.read_text())["results"]["copycolors|0"]["em"]
+
+
+@pytest.mark.parametrize("variant", ["seed1", "seed2"])
+def test_lighteval_round_trip_pass1_equals_em(tmp_path, variant):
+    import_run("lighteval", LIGHTEVAL / variant, tmp_path / "r")
+    assert _pass1(tmp_path / "r") == pytest.approx(_lighteval_em(variant), abs=1e-12)
+
+
+def test_lighteval_aa_not_a_regression_ab_is(tmp_path):
+    for v in ("seed1", "seed2", "degraded"):
+        import_run("lighteval", LIGHTEVAL / v, tmp_path / v)
+    aa = compare_runs(tmp_path / "seed1", tmp_path / "seed2")
+    assert aa.exit_code != 1 and aa.tasks[0].alignment.by == "content_hash"
+    ab = compare_runs(tmp_path / "seed1", tmp_path / "degraded")
+    assert ab.tasks[0].comparison.verdict == "regression" and ab.exit_code == 1
+
+
+def test_lighteval_without_pyarrow_names_the_install(tmp_path, monkeypatch, capsys):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "pyarrow" else real(name, *a)
+    )
+    code, err = _cli(capsys, "lighteval", str(LIGHTEVAL / "seed1"), "--out", str(tmp_path / "r"))
+    assert code == 2 and "pip install 'rolleval[parquet]'" in err
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize(
+    ("source", "fmt"),
+    [
+        (LMEVAL / "seed1", "lm-eval"),
+        (INSPECT / "seed1", "inspect"),
+        (LIGHTEVAL / "seed1", "lighteval"),
+        (TRACELENS / "noisy.trials.json", "tracelens"),
+        (SIEVAL / "seed1", "sieval"),
+    ],
+)
+def test_every_fixture_is_recognised_as_its_own_format_only(source, fmt, tmp_path):
+    assert detect_format(source) == fmt
+    for other in FORMATS:
+        if other != fmt:
+            with pytest.raises(UsageError, match=f"looks like {fmt} output, not {other}"):
+                import_run(other, source, tmp_path / "r")
+    assert not (tmp_path / "r").exists()

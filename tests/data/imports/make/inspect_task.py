@@ -1,6 +1,6 @@
 """Inspect AI task: CopyColors as a one-word short answer, read from the local copycolors.jsonl.
 
-    inspect eval tests/data/imports/make/inspect_task.py --epochs 4 ...   (see ../README.md)
+inspect eval tests/data/imports/make/inspect_task.py --epochs 4 ...   (see ../README.md)
 """
 
 from pathlib import Path

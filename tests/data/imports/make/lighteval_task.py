@@ -19,7 +19,7 @@ FEWSHOT = (
 )
 
 
-def copycolors_prompt(line, task_name: str = None):
+def copycolors_prompt(line, task_name: str | None = None):
     return Doc(
         task_name=task_name,
         query=f"{FEWSHOT}Q: {line['question']}\nA:",

@@ -16,7 +16,6 @@ from typing import TypedDict
 
 import anyio
 from datasets import DatasetDict, load_dataset
-
 from sieval.core.datasets import Category, Dataset, Level1Category, sieval_dataset
 from sieval.core.models import ChatModel
 from sieval.core.runners import TaskRunner, TaskRunnerConfig
@@ -78,9 +77,7 @@ def normalize(text: str) -> str:
     model_type="chat",
     reference_kind="value",
 )
-class CopyColorsTask(
-    Task[CopyColorsSample, dict, object, dict, dict, dict[str, float | str]]
-):
+class CopyColorsTask(Task[CopyColorsSample, dict, object, dict, dict, dict[str, float | str]]):
     def __init__(self, dataset, model, n: int = 1):
         super().__init__(dataset=dataset, model=model)
         self._n = n
