@@ -612,3 +612,13 @@ def test_every_fixture_is_recognised_as_its_own_format_only(source, fmt, tmp_pat
             with pytest.raises(UsageError, match=f"looks like {fmt} output, not {other}"):
                 import_run(other, source, tmp_path / "r")
     assert not (tmp_path / "r").exists()
+
+
+def test_regrade_without_references_is_refused(tmp_path):
+    """TraceLens trials carry no reference answers: nothing to regrade against."""
+    with pytest.raises(UsageError, match="--regrade needs the reference answers"):
+        import_run(
+            "tracelens", TRACELENS / "noisy.trials.json", tmp_path / "r", regrade="short_answer"
+        )
+    assert not (tmp_path / "r").exists()
+    assert [p.name for p in tmp_path.iterdir()] == []

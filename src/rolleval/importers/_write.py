@@ -123,6 +123,12 @@ def write_imported_run(
             }
             atomic_write_json(tf.task_json, settings)
             if regrade is not None:
+                if all(p.reference is None for p in task.prompts):
+                    raise UsageError(
+                        f"{run.source}: --regrade needs the reference answers, which this "
+                        f"{run.format} source does not carry (task {task.name!r}); import it "
+                        "without --regrade to keep the source's own verdicts"
+                    )
                 regrade_task(tf, grader_spec=regrade, workers=0)
             entry = {
                 "problems": len(task.prompts),
