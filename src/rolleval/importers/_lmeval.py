@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from ..records import JudgementRecord, Message, RolloutRecord
+from ..records import JudgementRecord, RolloutRecord
 from ._base import (
     ImportedRun,
     ImportedTask,
@@ -166,7 +166,7 @@ def _prompt(line: dict[str, Any], path: Path, number: int) -> Any:
             and isinstance(m.get("content"), str)
             for m in msgs
         ):
-            return [Message(role=m["role"], content=m["content"]) for m in msgs]
+            return [{"role": m["role"], "content": m["content"]} for m in msgs]
     return first
 
 
