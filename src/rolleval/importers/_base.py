@@ -64,8 +64,9 @@ class ImportedTask:
     """``content_hash`` (prompt as sent + reference) or ``id`` (the source lacks one)."""
     source_metrics: dict[str, Any] = field(default_factory=dict)
     """The source's own aggregate numbers for this task (e.g. lm-eval's ``exact_match``)."""
-    regrade: bool = False
-    """True when the rollouts hold text the grader must judge (``--regrade``)."""
+    stream: Iterator[tuple[PromptRecord, list[RolloutRecord], list[JudgementRecord]]] | None = None
+    """Instead of the three lists: one ``(prompt, rollouts, judgements)`` per problem, read
+    once by the writer (large sources); the other fields are final once it is exhausted."""
 
 
 @dataclass

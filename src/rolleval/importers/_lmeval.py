@@ -12,12 +12,13 @@ repeats were left out; with ``--regrade`` every repeat becomes a rollout judged 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from ..records import JudgementRecord, RolloutRecord
+from ..records import JudgementRecord, PromptRecord, RolloutRecord
 from ._base import (
     ImportedRun,
     ImportedTask,
@@ -183,17 +184,29 @@ def _filter_is_take_first(cfg: dict[str, Any], filter_name: str) -> bool | None:
 
 
 def _task(path: Path, results: dict[str, Any], regrade: str | None) -> ImportedTask:
+    """The task of one samples file; its records stream from the file as the writer reads
+    them (memory stays bounded by one document), and the task's settings, notes and
+    unmapped counts are complete once the stream is exhausted."""
+    name = _task_name(path)
+    task = ImportedTask(
+        name=name.replace("/", "_"), prompts=[], rollouts=[], judgements=[], settings={}
+    )
+    task.stream = _stream(path, results, regrade, task)
+    return task
+
+
+def _stream(
+    path: Path, results: dict[str, Any], regrade: str | None, task: ImportedTask
+) -> Iterator[tuple[PromptRecord, list[RolloutRecord], list[JudgementRecord]]]:
     name = _task_name(path)
     cfg = (results.get("configs") or {}).get(name) or {}
-    unmapped = Unmapped()
-    prompts = []
-    rollouts: list[RolloutRecord] = []
-    judgements: list[JudgementRecord] = []
+    unmapped = task.unmapped
     primary_filter: str | None = None
     seen: set[Any] = set()
     metric_name: str | None = None
     max_repeats = 0
     left_out = 0
+    missing_prompt = False
     version = (results.get("versions") or {}).get(name)
     identity = None
     for number, line in iter_jsonl(path, what="lm-eval samples file"):
@@ -241,7 +254,8 @@ def _task(path: Path, results: dict[str, Any], regrade: str | None) -> ImportedT
                 extras[h] = line[h]
         if "doc" in line:
             extras["doc"] = line["doc"]
-        prompts.append(make_prompt(pid, prompt, reference, extras=extras))
+        prompt_record = make_prompt(pid, prompt, reference, extras=extras)
+        missing_prompt = missing_prompt or prompt_record.content_hash is None
         for key in line.keys() - _KNOWN_LINE - set(line.get("metrics") or []):
             unmapped.add(key, "field not known to the importer")
         value = line.get(metric_name)
@@ -262,9 +276,17 @@ def _task(path: Path, results: dict[str, Any], regrade: str | None) -> ImportedT
         n = max(1, len(texts))
         max_repeats = max(max_repeats, n)
         if regrade is not None and generative:
-            for j, text in enumerate(texts):
-                rollouts.append(RolloutRecord(problem_id=pid, index=j, status="ok", text=text))
-                judgements.append(_judgement(pid, j, fv, filtered, identity, unmapped, j == 0))
+            yield (
+                prompt_record,
+                [
+                    RolloutRecord(problem_id=pid, index=j, status="ok", text=text)
+                    for j, text in enumerate(texts)
+                ],
+                [
+                    _judgement(pid, j, fv, filtered, identity, unmapped, j == 0)
+                    for j in range(len(texts))
+                ],
+            )
             continue
         if n > 1:
             take_first = _filter_is_take_first(cfg, fname)
@@ -282,20 +304,23 @@ def _task(path: Path, results: dict[str, Any], regrade: str | None) -> ImportedT
                 )
             left_out += n - 1
         text = texts[0] if texts else None
-        rollouts.append(RolloutRecord(problem_id=pid, index=0, status="ok", text=text))
-        judgements.append(_judgement(pid, 0, fv, filtered, identity, unmapped, True))
+        yield (
+            prompt_record,
+            [RolloutRecord(problem_id=pid, index=0, status="ok", text=text)],
+            [_judgement(pid, 0, fv, filtered, identity, unmapped, True)],
+        )
     if primary_filter is None:
         raise source_error(
             path, "the samples file holds no samples", "pass a non-empty lm-eval samples file"
         )
-    notes = []
+    notes = task.notes
     if left_out:
         notes.append(
             f"lm-eval scored only the first of up to {max_repeats} repeats (take_first): imported n = 1 per problem; "
             f"{left_out} later repeats left out (pass --regrade TYPE to judge every repeat)"
         )
         unmapped.add("resps[0][1:]", "repeats without a per-repeat score (take_first)", left_out)
-    if any(p.content_hash is None for p in prompts):
+    if missing_prompt:
         notes.append("some documents have no logged prompt: those align by doc_id only")
     res = (results.get("results") or {}).get(name) or {}
     source_metrics = {
@@ -321,17 +346,9 @@ def _task(path: Path, results: dict[str, Any], regrade: str | None) -> ImportedT
         },
         "source_file": path.name,
     }
-    return ImportedTask(
-        name=name.replace("/", "_"),
-        prompts=prompts,
-        rollouts=rollouts,
-        judgements=judgements,
-        settings=settings,
-        unmapped=unmapped,
-        notes=notes,
-        aligned_by="content_hash" if all(p.content_hash for p in prompts) else "id",
-        source_metrics=source_metrics,
-    )
+    task.settings = settings
+    task.aligned_by = "id" if missing_prompt else "content_hash"
+    task.source_metrics = source_metrics
 
 
 def _judgement(

@@ -22,7 +22,7 @@ from pydantic import BaseModel
 from .._version import __version__
 from ..errors import UsageError
 from ..records import JudgementRecord, dump_record
-from ..store import RunDir, atomic_write_bytes, atomic_write_json
+from ..store import RunDir, TaskFiles, atomic_write_json
 from ._base import ImportedRun, ImportedTask
 
 __all__ = ["write_imported_run"]
@@ -45,6 +45,42 @@ def _judgement_lines(judgements: list[JudgementRecord]) -> bytes:
             data["cluster"] = first.setdefault(key, j.index)
         out.append(dump_record(data))
     return b"".join(out)
+
+
+def _write_records(tf: TaskFiles, task: ImportedTask) -> tuple[int, int, dict[str, str], bool]:
+    """Write the task's three record files (inside the temporary run, so plain writes);
+    return (problems, rollouts, content hashes by problem, whether any reference exists).
+
+    A streaming task is consumed problem by problem, so memory stays bounded by one
+    problem's records; a task of lists is written as it is.
+    """
+    hashes: dict[str, str] = {}
+    n_problems = n_rollouts = 0
+    any_reference = False
+    chunks = task.stream if task.stream is not None else [(None, task.rollouts, task.judgements)]
+    with (
+        open(tf.prompts, "wb") as fp,
+        open(tf.rollouts, "wb") as fr,
+        open(tf.judgements, "wb") as fj,
+    ):
+        if task.stream is None:
+            for p in task.prompts:
+                fp.write(_line(p))
+                n_problems += 1
+                any_reference = any_reference or p.reference is not None
+                if p.content_hash:
+                    hashes[p.problem_id] = p.content_hash
+        for prompt, rollouts, judgements in chunks:
+            if prompt is not None:
+                fp.write(_line(prompt))
+                n_problems += 1
+                any_reference = any_reference or prompt.reference is not None
+                if prompt.content_hash:
+                    hashes[prompt.problem_id] = prompt.content_hash
+            fr.write(b"".join(_line(r) for r in rollouts))
+            n_rollouts += len(rollouts)
+            fj.write(_judgement_lines(judgements))
+    return n_problems, n_rollouts, hashes, any_reference
 
 
 def _check_out(out: Path) -> None:
@@ -104,26 +140,23 @@ def write_imported_run(
                     "import them separately"
                 )
             names.append(task.name)
-            if run.model is None and isinstance(task.settings.get("source"), dict):
-                run.model = task.settings["source"].get("model")
             tf = rd.task(task.name)
             tf.dir.mkdir(parents=True)
-            atomic_write_bytes(tf.prompts, b"".join(_line(p) for p in task.prompts))
-            atomic_write_bytes(tf.rollouts, b"".join(_line(r) for r in task.rollouts))
-            atomic_write_bytes(tf.judgements, _judgement_lines(task.judgements))
-            hashes = {p.problem_id: p.content_hash for p in task.prompts if p.content_hash}
+            n_problems, n_rollouts, hashes, any_reference = _write_records(tf, task)
+            if run.model is None and isinstance(task.settings.get("source"), dict):
+                run.model = task.settings["source"].get("model")
             settings = {
                 "name": task.name,
                 "n_rollouts": None,
                 "denominator_policy": "judged",
                 "score_key": "correct",
                 **task.settings,
-                "n_problems": len(task.prompts),
+                "n_problems": n_problems,
                 "problem_hashes": hashes,
             }
             atomic_write_json(tf.task_json, settings)
             if regrade is not None:
-                if all(p.reference is None for p in task.prompts):
+                if not any_reference:
                     raise UsageError(
                         f"{run.source}: --regrade needs the reference answers, which this "
                         f"{run.format} source does not carry (task {task.name!r}); import it "
@@ -131,8 +164,8 @@ def write_imported_run(
                     )
                 regrade_task(tf, grader_spec=regrade, workers=0)
             entry = {
-                "problems": len(task.prompts),
-                "rollouts": len(task.rollouts),
+                "problems": n_problems,
+                "rollouts": n_rollouts,
                 "correctness": "regraded" if regrade else "source",
                 "aligned_by": task.aligned_by,
                 "unmapped": task.unmapped.as_list(),
@@ -141,8 +174,8 @@ def write_imported_run(
             }
             summary["tasks"][task.name] = entry
             summary["totals"]["tasks"] += 1
-            summary["totals"]["problems"] += len(task.prompts)
-            summary["totals"]["rollouts"] += len(task.rollouts)
+            summary["totals"]["problems"] += n_problems
+            summary["totals"]["rollouts"] += n_rollouts
             if on_task is not None:
                 on_task(task, entry)
             del task
