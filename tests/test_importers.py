@@ -622,3 +622,22 @@ def test_regrade_without_references_is_refused(tmp_path):
         )
     assert not (tmp_path / "r").exists()
     assert [p.name for p in tmp_path.iterdir()] == []
+
+
+def test_same_questions_from_different_harnesses_share_content_hashes(tmp_path):
+    """Every harness sent the same prompt for a question: its content hash is the same in
+    every import, whatever id the harness gave it (doc_id, sample id, row number)."""
+    sources = {
+        "lm-eval": LMEVAL / "seed1",
+        "inspect": INSPECT / "seed1",
+        "sieval": SIEVAL / "seed1",
+        "lighteval": LIGHTEVAL / "seed1",
+    }
+    hashes = {}
+    for fmt, src in sources.items():
+        import_run(fmt, src, tmp_path / fmt)
+        (task_json,) = (tmp_path / fmt / "tasks").glob("*/task.json")
+        hashes[fmt] = set(orjson.loads(task_json.read_bytes())["problem_hashes"].values())
+    assert len(hashes["lm-eval"]) == 100
+    for fmt in ("inspect", "sieval", "lighteval"):
+        assert hashes[fmt] and hashes[fmt] <= hashes["lm-eval"], fmt
