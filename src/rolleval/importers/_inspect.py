@@ -117,17 +117,11 @@ class InspectReader:
             "harness": "inspect_ai",
             "harness_version": (ev.get("packages") or {}).get("inspect_ai"),
             "logs": [
+                # every key of the log header except the per-task results (source_metrics)
+                # and samples: eval spec, plan, stats, status, error, version
                 {
                     "file": p.name,
-                    "eval_id": (h.get("eval") or {}).get("eval_id"),
-                    "run_id": (h.get("eval") or {}).get("run_id"),
-                    "created": (h.get("eval") or {}).get("created"),
-                    "status": h.get("status"),
-                    "model": (h.get("eval") or {}).get("model"),
-                    "model_base_url": (h.get("eval") or {}).get("model_base_url"),
-                    "model_generate_config": (h.get("eval") or {}).get("model_generate_config"),
-                    "config": (h.get("eval") or {}).get("config"),
-                    "revision": (h.get("eval") or {}).get("revision"),
+                    **{k: v for k, v in h.items() if k not in ("results", "samples", "reductions")},
                 }
                 for p, h in zip(logs, headers)
             ],

@@ -120,6 +120,8 @@ class LightevalReader:
             "num_fewshot_seeds": general.get("num_fewshot_seeds"),
             "date": date,
             "summary_general": results.get("summary_general"),
+            "config_general": {**general, "model_config": model_cfg or None},
+            "versions": results.get("versions"),
         }
         provenance = {k: v for k, v in provenance.items() if v is not None}
         tasks = (_task(d, results, regrade) for d in details)
@@ -261,11 +263,9 @@ def _task(path: Path, results: dict[str, Any], regrade: str | None) -> ImportedT
                 "generation_size": cfg.get("generation_size"),
                 "stop_sequence": cfg.get("stop_sequence"),
                 "num_fewshots": cfg.get("num_fewshots"),
-                "summary_hashes": ((results.get("summary_tasks") or {}).get(source_task) or {}).get(
-                    "hashes"
-                ),
             },
             "source_file": path.name,
+            "source_summary": (results.get("summary_tasks") or {}).get(source_task),
         },
         unmapped=unmapped,
         aligned_by="content_hash" if all(p.content_hash for p in prompts) else "id",

@@ -120,20 +120,13 @@ class LmEvalReader:
             )
         config = results.get("config") or {}
         model = results.get("model_name") or config.get("model_args") or config.get("model")
+        # Every top-level key of the results file except the per-task blocks, which go to
+        # each task (results -> source_metrics, configs -> sampling/source).
         provenance = {
             "harness": "lm-evaluation-harness",
             "harness_version": results.get("lm_eval_version"),
-            "git_hash": results.get("git_hash"),
-            "date": results.get("date"),
-            "config": config or None,
-            "model_name": results.get("model_name"),
-            "model_source": results.get("model_source"),
-            "chat_template_sha": results.get("chat_template_sha"),
-            "system_instruction": results.get("system_instruction"),
-            "task_hashes": results.get("task_hashes"),
-            "transformers_version": results.get("transformers_version"),
+            **{k: v for k, v in results.items() if k not in ("results", "configs")},
         }
-        provenance = {k: v for k, v in provenance.items() if v is not None}
         tasks = (_task(s, results, regrade) for s in samples)
         return ImportedRun(self.name, path, str(model) if model else None, provenance, tasks)
 

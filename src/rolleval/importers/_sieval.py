@@ -233,6 +233,13 @@ def _task(d: Path, meta: Any) -> ImportedTask:
             f"{len(failed)} samples failed in SiEval's pipeline: imported as {n_fail} harness-failure rollouts each "
             "(SiEval's 'requested' denominator counts them as wrong; rolleval's 'judged' excludes them)"
         )
+    anomalies = d / "anomalies.json"
+    if anomalies.is_file():
+        task_anomalies = read_json_file(anomalies, what="SiEval anomalies.json")
+    else:
+        task_anomalies = None
+    if (d / "progress.json").is_file():
+        unmapped.add("progress.json", "run progress counters, not records")
     report = d / "report.json"
     source_metrics = read_json_file(report, what="SiEval report.json") if report.is_file() else {}
     if not isinstance(source_metrics, dict):
@@ -251,9 +258,11 @@ def _task(d: Path, meta: Any) -> ImportedTask:
                 "task": tmeta,
                 "version": meta.get("version"),
                 "deterministic": meta.get("deterministic"),
+                "meta": meta,
                 "model": model,
             },
             "source_file": d.name,
+            "source_anomalies": task_anomalies,
         },
         unmapped=unmapped,
         notes=notes,
