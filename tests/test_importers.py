@@ -641,3 +641,14 @@ def test_same_questions_from_different_harnesses_share_content_hashes(tmp_path):
     assert len(hashes["lm-eval"]) == 100
     for fmt in ("inspect", "sieval", "lighteval"):
         assert hashes[fmt] and hashes[fmt] <= hashes["lm-eval"], fmt
+
+
+def test_task_names_cannot_leave_the_run_directory(tmp_path):
+    """A source task name is only a label: path separators and dots never become paths."""
+    data = orjson.loads((TRACELENS / "noisy.trials.json").read_bytes())
+    data["provenance"]["measurement"]["eval_set_name"] = "../../escaped"
+    src = tmp_path / "evil.trials.json"
+    src.write_bytes(orjson.dumps(data))
+    import_run("tracelens", src, tmp_path / "r")
+    assert [p.name for p in (tmp_path / "r" / "tasks").iterdir()] == ["_.._escaped"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["evil.trials.json", "r"]

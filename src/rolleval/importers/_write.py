@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import uuid
 from collections.abc import Callable
@@ -36,15 +37,27 @@ def _line(record: BaseModel) -> bytes:
 def _judgement_lines(judgements: list[JudgementRecord]) -> bytes:
     """Judgement lines, filling in maj@n answer clusters the source did not give: rollouts
     of one problem whose extracted answers are the same string share the lowest such index."""
-    first: dict[tuple[str, str], int] = {}
+    lowest: dict[tuple[str, str], int] = {}
+    for j in judgements:
+        if j.cluster is None and j.extracted is not None and j.gradable:
+            key = (j.problem_id, j.extracted)
+            lowest[key] = min(lowest.get(key, j.index), j.index)
     out = []
     for j in judgements:
         data = j.model_dump(exclude_none=True)
         if j.cluster is None and j.extracted is not None and j.gradable:
-            key = (j.problem_id, j.extracted)
-            data["cluster"] = first.setdefault(key, j.index)
+            data["cluster"] = lowest[(j.problem_id, j.extracted)]
         out.append(dump_record(data))
     return b"".join(out)
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _dir_name(name: str) -> str:
+    """A source task name as a directory name that stays inside ``tasks/``."""
+    safe = _UNSAFE.sub("_", name).strip(".") or "task"
+    return safe
 
 
 def _write_records(tf: TaskFiles, task: ImportedTask) -> tuple[int, int, dict[str, str], bool]:
@@ -134,6 +147,7 @@ def write_imported_run(
         )
         names: list[str] = []
         for task in run.tasks:
+            task.name = _dir_name(task.name)
             if task.name in names:
                 raise UsageError(
                     f"{run.source}: two source tasks map to the rolleval task {task.name!r}; "
