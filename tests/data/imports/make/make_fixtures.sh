@@ -47,7 +47,7 @@ trap stop EXIT
 VARIANTS=("seed1 1 1.0" "degraded 1 0.8" "seed2 2 1.0")
 
 lm_eval_runs() {
-    rm -rf "$DATA/lm-eval" && mkdir -p "$DATA/lm-eval"
+    rm -rf "$DATA/lm-eval"/*/ && mkdir -p "$DATA/lm-eval"
     for v in "${VARIANTS[@]}"; do
         set -- $v
         rm -rf "$WORK/lm-eval-$1"
@@ -64,14 +64,14 @@ lm_eval_runs() {
 }
 
 inspect_runs() {
-    rm -rf "$DATA/inspect" && mkdir -p "$DATA/inspect"
+    rm -rf "$DATA/inspect"/*/ && mkdir -p "$DATA/inspect"
     for v in "${VARIANTS[@]}"; do
         set -- $v
         rm -rf "$WORK/inspect-$1"
         serve "$2" "$3"
         (cd "$HERE" && LLAMACPP_BASE_URL="http://127.0.0.1:$PORT/v1" LLAMACPP_API_KEY=none \
             "$PEERS/inspect" eval inspect_task.py --model "openai-api/llamacpp/$MODEL_ALIAS" \
-            --limit 20 --epochs 2 --epochs-reducer mean --max-connections 1 \
+            --limit 40 --epochs 2 --epochs-reducer mean --max-connections 1 \
             --log-dir "$WORK/inspect-$1" --display plain --no-log-realtime)
         stop
         mkdir -p "$DATA/inspect/$1"
@@ -85,7 +85,7 @@ lighteval_runs() {
     # task registry makes at import (see that file). Fresh caches per run: lighteval caches
     # generations in cache_dir, and its litellm backend caches responses in ./.litellm_cache;
     # either would replay the first run's answers in the second.
-    rm -rf "$DATA/lighteval" && mkdir -p "$DATA/lighteval" "$HERE/lighteval_data"
+    rm -rf "$DATA/lighteval"/*/ && mkdir -p "$DATA/lighteval" "$HERE/lighteval_data"
     cp "$HERE/copycolors.jsonl" "$HERE/lighteval_data/test.jsonl"
     for v in "seed1 1 1.0" "seed2 2 1.0" "degraded 1 0.8"; do
         set -- $v
@@ -104,7 +104,7 @@ lighteval_runs() {
 }
 
 sieval_runs() {
-    rm -rf "$DATA/sieval" && mkdir -p "$DATA/sieval"
+    rm -rf "$DATA/sieval"/*/ && mkdir -p "$DATA/sieval"
     for v in "${VARIANTS[@]}"; do
         set -- $v
         serve "$2" "$3"
