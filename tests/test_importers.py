@@ -519,13 +519,13 @@ def test_sieval_round_trip_pass1_equals_sieval_pass1(tmp_path, variant):
     assert _pass1(tmp_path / "r") == pytest.approx(report["pass@1"] / 100, abs=1e-12)
 
 
-def test_sieval_aa_and_ab(tmp_path):
+def test_sieval_aa_not_a_regression_ab_is(tmp_path):
     for v in ("seed1", "seed2", "degraded"):
         import_run("sieval", SIEVAL / v, tmp_path / v)
     aa = compare_runs(tmp_path / "seed1", tmp_path / "seed2")
     assert aa.exit_code != 1 and aa.tasks[0].alignment.by == "content_hash"
     ab = compare_runs(tmp_path / "seed1", tmp_path / "degraded")
-    assert ab.tasks[0].comparison.effect < 0
+    assert ab.tasks[0].comparison.verdict == "regression" and ab.exit_code == 1
 
 
 def test_sieval_failed_samples_are_harness_failures(tmp_path):
@@ -551,7 +551,7 @@ def test_sieval_failed_samples_are_harness_failures(tmp_path):
     rep = report_run(tmp_path / "r", write=False).report["tasks"]
     (task,) = rep.values()
     n = len(first["feedback_result"]["rollouts"])
-    assert task["rollouts"]["gradable"] == 20 * n - n
+    assert task["rollouts"]["gradable"] == 40 * n - n
     summary = orjson.loads((tmp_path / "r" / "manifest.json").read_bytes())["import"]
     (t,) = summary["tasks"].values()
     assert any("1 samples failed" in note for note in t["notes"])

@@ -108,7 +108,7 @@ sieval_runs() {
     for v in "${VARIANTS[@]}"; do
         set -- $v
         serve "$2" "$3"
-        (cd "$HERE" && "$SIEVAL_PY" sieval_driver.py "$DATA/sieval/$1" "http://127.0.0.1:$PORT/v1" 2 20)
+        (cd "$HERE" && "$SIEVAL_PY" sieval_driver.py "$DATA/sieval/$1" "http://127.0.0.1:$PORT/v1" 2 40)
         stop
     done
 }
