@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -45,3 +49,102 @@ def dead_base_url() -> Iterator[str]:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         yield f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+
+
+# ---------------------------------------------------------------- helpers shared by test files
+# Import them with ``from conftest import run_cli`` (pytest puts tests/ on sys.path).
+
+
+def run_cli(
+    *args: str, timeout: float = 120, cwd: Any = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m rolleval ARGS`` as a user would (a real process); capture its output."""
+    full_env = {**os.environ, "PYTHONWARNINGS": "ignore", **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "rolleval", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=full_env,
+        timeout=timeout,
+    )
+
+
+def tree_bytes(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` (relative path -> content): compare two to prove nothing
+    on disk changed."""
+    return {
+        str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+def _run_file_models() -> dict[str, Any]:
+    """Which record model each file of a run directory holds (for a JSONL file: each line's)."""
+    from rolleval import records as R
+
+    return {
+        "manifest.json": R.RunManifest,
+        "report.json": R.RunReport,
+        "task.json": R.TaskSettings,
+        "profile.json": R.Profile,
+        "prompts.jsonl": R.PromptRecord,
+        "rollouts.jsonl": R.RolloutRecord,
+        "judgements.jsonl": R.JudgementRecord,
+        "judgements.prev.jsonl": R.JudgementRecord,
+        ".rolleval.lock": R.LockHolder,
+    }
+
+
+def assert_run_valid(root: Path) -> dict[str, int]:
+    """Validate every byte of the run directory ``root`` against the record models.
+
+    Each JSON file is validated whole against its model and each JSONL line against its
+    stream's model (strictly: no unknown key, every type right), and the task reports
+    inside report.json must equal the per-task report.json files. Returns the number of
+    records checked per file name. Fails on any file the run format does not define.
+    """
+    import orjson
+
+    models = _run_file_models()
+    counts: dict[str, int] = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_dir():
+            continue
+        rel = path.relative_to(root)
+        model = models.get(path.name)
+        assert model is not None, f"{rel}: not a file of the run format"
+        data = path.read_bytes()
+        if path.suffix == ".jsonl":
+            assert data == b"" or data.endswith(b"\n"), f"{rel}: last line has no newline"
+            lines = data.splitlines()
+            for i, line in enumerate(lines, 1):
+                try:
+                    model.model_validate(orjson.loads(line), strict=False)
+                except Exception as exc:  # pragma: no cover - the failure message
+                    raise AssertionError(f"{rel}:{i}: {exc}") from None
+            counts[path.name] = counts.get(path.name, 0) + len(lines)
+        elif path.name == ".rolleval.lock":
+            if data.strip():  # empty = released cleanly
+                model.model_validate(orjson.loads(data))
+            counts[path.name] = counts.get(path.name, 0) + 1
+        else:
+            doc = orjson.loads(data)
+            if path.name == "report.json" and rel.parts[0] == "tasks":
+                run_report = orjson.loads((root / "report.json").read_bytes())
+                assert run_report["tasks"][rel.parts[1]] == doc, f"{rel}: differs from report.json"
+            else:
+                model.model_validate(doc)
+            counts[path.name] = counts.get(path.name, 0) + 1
+    return counts
+
+
+def make_config(*urls: str, **kwargs: Any) -> Any:
+    """An :class:`rolleval.client.EndpointConfig` for ``urls`` with test defaults: model
+    ``rolleval-test`` (the test server's), 10 s timeout, millisecond backoffs."""
+    from rolleval.client import EndpointConfig
+
+    kwargs.setdefault("model", "rolleval-test")
+    kwargs.setdefault("timeout_s", 10.0)
+    kwargs.setdefault("backoff_base_s", 0.001)
+    kwargs.setdefault("backoff_max_s", 0.01)
+    return EndpointConfig(base_urls=urls, **kwargs)

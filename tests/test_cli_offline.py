@@ -3,28 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import orjson
 import pytest
 
+from conftest import run_cli as rolleval
 from rolleval.cli import main
 from rolleval.synthetic import write_synthetic_run
-
-
-def rolleval(*args: str, cwd=None) -> subprocess.CompletedProcess[str]:
-    """Run the installed CLI as a user would (a real process)."""
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    return subprocess.run(
-        [sys.executable, "-m", "rolleval", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=120,
-    )
 
 
 def test_report_text_and_json(tmp_path):

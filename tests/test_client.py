@@ -10,20 +10,13 @@ import httpx
 import pytest
 
 import rolleval.client
+from conftest import make_config
 from rolleval.client import Client, Completion, EndpointConfig, SamplingParams, complete_sync
 from rolleval.errors import UsageError
 from rolleval.records import Message, RolloutRecord
 from rolleval.testing import OpenAIServer
 
 MODEL = "rolleval-test"
-
-
-def make_config(*urls: str, **kwargs: Any) -> EndpointConfig:
-    kwargs.setdefault("model", MODEL)
-    kwargs.setdefault("timeout_s", 10.0)
-    kwargs.setdefault("backoff_base_s", 0.001)
-    kwargs.setdefault("backoff_max_s", 0.01)
-    return EndpointConfig(base_urls=urls, **kwargs)
 
 
 def complete(

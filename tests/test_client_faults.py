@@ -13,20 +13,13 @@ from typing import Any
 import httpx
 import pytest
 
+from conftest import make_config
 from rolleval.client import Client, Completion, EndpointConfig, SamplingParams
 from rolleval.client._errors import retry_after_s
 from rolleval.testing import Fault, OpenAIServer, ServerRequest, fail_first
 
 MODEL = "rolleval-test"
 CHAT = "/v1/chat/completions"
-
-
-def make_config(*urls: str, **kwargs: Any) -> EndpointConfig:
-    kwargs.setdefault("model", MODEL)
-    kwargs.setdefault("timeout_s", 10.0)
-    kwargs.setdefault("backoff_base_s", 0.001)
-    kwargs.setdefault("backoff_max_s", 0.01)
-    return EndpointConfig(base_urls=urls, **kwargs)
 
 
 def complete(config: EndpointConfig, prompt: Any = "hi", seed: int | None = 1) -> Completion:

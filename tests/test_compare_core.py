@@ -5,11 +5,19 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import typing
 
 import numpy as np
 import pytest
 
-from rolleval.compare import Comparison, PairedInput, Verdict, paired_compare
+from rolleval.compare import (
+    COMPARISON_VERDICTS,
+    Comparison,
+    ComparisonVerdict,
+    PairedInput,
+    paired_compare,
+    verdict_label,
+)
 from rolleval.errors import UsageError
 from rolleval.stats import (
     grouped_bootstrap_ci,
@@ -51,7 +59,7 @@ def binomial_input(seed: int, t: int = 200, k: int = 8, independent: bool = Fals
 
 def test_row_insufficient_one_problem():
     res = paired_compare(shifted(1, [(1, -0.5)]))
-    assert res.verdict is Verdict.INSUFFICIENT_EVIDENCE and res.exit_code == 3
+    assert res.verdict == "insufficient_evidence" and res.exit_code == 3
     assert res.n_problems == 1 and res.effect == -0.5
     assert res.ci_low is None and res.ci_high is None and res.se is None and res.mde is None
     assert res.significant is False and "at least 2" in res.reason
@@ -61,7 +69,7 @@ def test_row_insufficient_four_problems_cannot_reach_alpha():
     # 2/2**4 = 0.125 > 0.05: even four large drops in a row are no evidence
     assert min_attainable_pvalue(4) == 0.125
     res = paired_compare(shifted(4, [(4, -0.5)]))
-    assert res.verdict is Verdict.INSUFFICIENT_EVIDENCE and res.exit_code == 3
+    assert res.verdict == "insufficient_evidence" and res.exit_code == 3
     assert res.pvalue == 0.125 and res.pvalue_exact
     assert "0.125 > alpha = 0.05" in res.reason
     # planning still says how many problems would decide it (at least the 6 the test needs)
@@ -71,7 +79,7 @@ def test_row_insufficient_four_problems_cannot_reach_alpha():
 def test_row_insufficient_no_matched_problem():
     inp = PairedInput(np.array([np.nan, 0.5, np.nan]), np.array([0.5, np.nan, np.nan]))
     res = paired_compare(inp)
-    assert res.verdict is Verdict.INSUFFICIENT_EVIDENCE and res.exit_code == 3
+    assert res.verdict == "insufficient_evidence" and res.exit_code == 3
     assert res.n_problems == 0 and res.n_dropped == 3
     assert res.effect is None and res.pvalue is None and res.pvalue_exact is False
 
@@ -81,21 +89,21 @@ def test_attainable_exactly_at_alpha_is_not_insufficient():
     assert min_attainable_pvalue(5) == 0.0625
     res = paired_compare(shifted(5, [(5, -0.5)]), alpha=0.0625)
     assert res.pvalue == 0.0625
-    assert res.verdict is Verdict.REGRESSION and res.exit_code == 1
+    assert res.verdict == "regression" and res.exit_code == 1
     # ... and just below it, it is not
     res = paired_compare(shifted(5, [(5, -0.5)]), alpha=0.0624)
-    assert res.verdict is Verdict.INSUFFICIENT_EVIDENCE
+    assert res.verdict == "insufficient_evidence"
 
 
 def test_six_problems_reach_the_default_alpha():
     res = paired_compare(shifted(6, [(6, -0.5)]))
     assert res.pvalue == 2 / 64
-    assert res.verdict is Verdict.REGRESSION
+    assert res.verdict == "regression"
 
 
 def test_insufficient_when_n_resamples_cannot_resolve_alpha():
     res = paired_compare(shifted(100, [(50, -0.5)]), n_resamples=10)
-    assert res.verdict is Verdict.INSUFFICIENT_EVIDENCE
+    assert res.verdict == "insufficient_evidence"
     assert "n_resamples=10" in res.reason
     assert res.needed_problems is None and "raise n_resamples" in res.power_note
 
@@ -104,21 +112,21 @@ def test_row_regression():
     res = paired_compare(shifted(200, [(100, -0.125)]))
     assert res.effect == -0.0625
     assert res.significant and res.ci_high < 0 and res.pvalue <= 0.05
-    assert res.verdict is Verdict.REGRESSION and res.exit_code == 1
+    assert res.verdict == "regression" and res.exit_code == 1
     assert res.needed_problems is None and res.needed_rollouts is None  # decided
 
 
 def test_row_improvement():
     res = paired_compare(shifted(200, [(100, +0.125)]))
     assert res.effect == 0.0625 and res.significant
-    assert res.verdict is Verdict.IMPROVEMENT and res.exit_code == 0
+    assert res.verdict == "improvement" and res.exit_code == 0
 
 
 def test_row_significant_but_interval_reaches_a_threshold_drop():
     res = paired_compare(shifted(200, [(14, -0.25)]))
     assert res.significant
     assert -0.02 < res.effect < 0 and res.ci_low <= -0.02
-    assert res.verdict is Verdict.INCONCLUSIVE and res.exit_code == 3
+    assert res.verdict == "inconclusive" and res.exit_code == 3
     assert "reaches a drop of the threshold" in res.reason
     assert res.needed_problems is not None
 
@@ -127,7 +135,7 @@ def test_row_significant_below_threshold():
     res = paired_compare(shifted(2000, [(80, -0.25)]))
     assert res.significant and res.effect == -0.01
     assert res.ci_low > -0.02 and res.ci_high < 0
-    assert res.verdict is Verdict.SIGNIFICANT_BELOW_THRESHOLD and res.exit_code == 0
+    assert res.verdict == "significant_below_threshold" and res.exit_code == 0
     assert res.label == "significant below threshold"
 
 
@@ -135,20 +143,20 @@ def test_row_significant_gain_below_threshold_is_not_inconclusive():
     # a significant gain smaller than tau, even with the interval above +tau, is fine
     res = paired_compare(shifted(200, [(14, +0.25)]))
     assert res.significant and 0 < res.effect < 0.02 <= res.ci_high
-    assert res.verdict is Verdict.SIGNIFICANT_BELOW_THRESHOLD
+    assert res.verdict == "significant_below_threshold"
 
 
 def test_row_equivalent_within_threshold():
     res = paired_compare(shifted(2000, [(40, -0.25), (40, +0.25)]))
     assert not res.significant
     assert res.ci_low > -0.02 and res.ci_high < 0.02
-    assert res.verdict is Verdict.EQUIVALENT_WITHIN_THRESHOLD and res.exit_code == 0
+    assert res.verdict == "equivalent_within_threshold" and res.exit_code == 0
 
 
 def test_row_not_significant_wide_interval_is_inconclusive():
     res = paired_compare(shifted(20, [(3, -0.25), (2, +0.25)]))
     assert not res.significant and res.ci_low < -0.02
-    assert res.verdict is Verdict.INCONCLUSIVE and res.exit_code == 3
+    assert res.verdict == "inconclusive" and res.exit_code == 3
     assert res.needed_problems is not None and res.needed_problems > 20
 
 
@@ -159,18 +167,16 @@ def test_interval_excluding_zero_without_the_test_is_not_significant():
     assert res.ci_excludes_zero and res.ci_high < 0
     assert res.pvalue == 0.0625
     assert not res.significant
-    assert res.verdict is Verdict.INCONCLUSIVE
+    assert res.verdict == "inconclusive"
     assert "p = 0.0625 > alpha" in res.reason
 
 
 def test_threshold_zero_never_declares_equivalence():
     inp = shifted(2000, [(40, -0.25), (40, +0.25)])
     res = paired_compare(inp, threshold=0.0)
-    assert res.verdict is Verdict.INCONCLUSIVE
+    assert res.verdict == "inconclusive"
     assert res.needed_problems is None and "threshold 0" in res.power_note
-    assert (
-        paired_compare(shifted(200, [(100, -0.125)]), threshold=0.0).verdict is Verdict.REGRESSION
-    )
+    assert paired_compare(shifted(200, [(100, -0.125)]), threshold=0.0).verdict == "regression"
 
 
 def test_effect_exactly_at_minus_threshold_counts_as_regression_despite_float_noise():
@@ -181,19 +187,19 @@ def test_effect_exactly_at_minus_threshold_counts_as_regression_despite_float_no
     assert res.effect != -0.02 and math.isclose(res.effect, -0.02)
     assert res.effect > -0.02  # float noise on the "not worse" side ...
     assert res.significant
-    assert res.verdict is Verdict.REGRESSION  # ... still counted as a drop of the threshold
+    assert res.verdict == "regression"  # ... still counted as a drop of the threshold
 
 
 def test_direction_minus_one_flips_regression_into_improvement():
     inp = shifted(200, [(100, -0.125)])
     down = paired_compare(inp)
     up = paired_compare(dataclasses.replace(inp, direction=-1))
-    assert down.verdict is Verdict.REGRESSION and up.verdict is Verdict.IMPROVEMENT
+    assert down.verdict == "regression" and up.verdict == "improvement"
     assert up.effect == -down.effect and up.direction == -1
     assert up.pvalue == down.pvalue and up.se == down.se
     # a lower-is-better metric that went up is a regression
     rate_up = shifted(200, [(100, +0.125)])
-    assert paired_compare(dataclasses.replace(rate_up, direction=-1)).verdict is Verdict.REGRESSION
+    assert paired_compare(dataclasses.replace(rate_up, direction=-1)).verdict == "regression"
 
 
 # ---------------------------------------------------- agreement with direct computation
@@ -252,13 +258,14 @@ def test_to_dict_is_json_ready_and_complete():
     res = paired_compare(binomial_input(3))
     out = res.to_dict()
     assert json.loads(json.dumps(out)) == out
-    assert out["verdict"] == res.verdict.value and out["label"] == res.verdict.label
-    assert set(out) == {f.name for f in dataclasses.fields(Comparison)} | {"label"}
+    assert out["verdict"] == res.verdict and out["label"] == verdict_label(res.verdict)
+    assert set(out) - {"bound_note"} == {f.name for f in dataclasses.fields(Comparison)} | {"label"}
     assert out["effect"] == res.effect  # not rounded
 
 
-def test_verdict_enum_values_exit_codes_and_labels():
-    assert {v.value: v.exit_code for v in Verdict} == {
+def test_verdict_words_exit_codes_and_labels():
+    assert set(typing.get_args(ComparisonVerdict)) == set(COMPARISON_VERDICTS)
+    assert dict(COMPARISON_VERDICTS) == {
         "insufficient_evidence": 3,
         "regression": 1,
         "improvement": 0,
@@ -266,9 +273,7 @@ def test_verdict_enum_values_exit_codes_and_labels():
         "significant_below_threshold": 0,
         "equivalent_within_threshold": 0,
     }
-    assert Verdict("regression") is Verdict.REGRESSION and Verdict.REGRESSION == "regression"
-    assert Verdict.EQUIVALENT_WITHIN_THRESHOLD.label == "equivalent within threshold"
-    assert str(Verdict.INCONCLUSIVE) == "inconclusive"
+    assert verdict_label("equivalent_within_threshold") == "equivalent within threshold"
 
 
 # ------------------------------------------------------------------------------ power
@@ -301,13 +306,17 @@ def test_mde_with_counts_uses_variance_components_and_shrinks_with_t():
 def test_needed_problems_and_rollouts_match_the_planners():
     inp = binomial_input(4)  # A/A, T = 200, K = 8: too few for a 0.02 band
     res = paired_compare(inp)
-    assert res.verdict is Verdict.INCONCLUSIVE
+    assert res.verdict == "inconclusive"
     kw = paired_variance_components(
         inp.c_candidate, inp.n_candidate, inp.c_baseline, inp.n_baseline
     ).power_kwargs()
     assert res.needed_problems == required_problems(0.02, **kw) > 200
     assert res.needed_rollouts == required_rollouts(
-        0.02, 200, omega2=kw["omega2"], sigma2_a=kw["sigma2_a"], sigma2_b=kw["sigma2_b"]
+        0.02,
+        200,
+        omega2=kw["omega2"],
+        sigma2_baseline=kw["sigma2_baseline"],
+        sigma2_candidate=kw["sigma2_candidate"],
     )
     assert res.needed_rollouts is not None and res.needed_rollouts > 8
     # at the needed number of problems the MDE is at most the threshold
@@ -317,7 +326,7 @@ def test_needed_problems_and_rollouts_match_the_planners():
 def test_needed_rollouts_none_when_between_problem_variance_dominates():
     inp = binomial_input(2, independent=True)  # per-problem rates differ: omega2 large
     res = paired_compare(inp)
-    assert res.verdict is Verdict.INCONCLUSIVE
+    assert res.verdict == "inconclusive"
     assert res.needed_rollouts is None and res.needed_problems is not None
     assert "between-problem variance" in res.power_note and "add problems" in res.power_note
 
@@ -325,7 +334,9 @@ def test_needed_rollouts_none_when_between_problem_variance_dominates():
 def test_needed_problems_without_counts_matches_required_problems():
     res = paired_compare(shifted(20, [(3, -0.25), (2, +0.25)]))
     var_d = res.se**2 * 20
-    expected = required_problems(0.02, omega2=var_d, sigma2_a=0, k_a=1, sigma2_b=0, k_b=1)
+    expected = required_problems(
+        0.02, omega2=var_d, sigma2_baseline=0, k_baseline=1, sigma2_candidate=0, k_candidate=1
+    )
     assert res.needed_problems == expected
     assert res.needed_rollouts is None and "counts" in res.power_note
 
@@ -424,3 +435,116 @@ def test_counts_with_zero_rollouts_mark_a_dropped_problem():
     assert np.isnan(inp.baseline[1])
     res = paired_compare(inp)
     assert res.n_dropped == 10 and res.n_problems == 20
+
+
+# ------------------------------------------------- degenerate samples (issue 10, defect 1)
+
+from scipy.stats import beta as _beta_dist  # noqa: E402
+
+from rolleval.stats import cluster_bootstrap_ci, cluster_sign_flip_test, clustered_se  # noqa: E402
+
+
+def test_all_equal_sample_gets_an_exact_bound_not_equivalence():
+    base = np.tile([1.0, 0.0], 50)  # 100 greedy problems, identical on both sides
+    res = paired_compare(PairedInput(base, base.copy(), value_range=(0.0, 1.0)))
+    assert res.ci_low == res.ci_high == 0.0 and res.ci_status == "degenerate"
+    share = 1 - 0.025 ** (1 / 100)  # Clopper-Pearson upper bound for 0 of 100 at 97.5%
+    assert res.bound_low == pytest.approx(-share, rel=1e-12)
+    assert res.bound_high == pytest.approx(share, rel=1e-12)
+    assert res.verdict == "insufficient_evidence" and res.exit_code == 3
+    assert res.needed_problems == 183  # smallest T with 1 - 0.025**(1/T) < 0.02
+    assert 1 - 0.025 ** (1 / 183) < 0.02 <= 1 - 0.025 ** (1 / 182)
+
+
+def test_all_equal_sample_large_enough_is_equivalent():
+    base = np.tile([1.0, 0.0], 250)  # 500 problems, none moved: bound 0.0074 < 0.02
+    res = paired_compare(PairedInput(base, base.copy(), value_range=(0.0, 1.0)))
+    assert res.verdict == "equivalent_within_threshold" and res.exit_code == 0
+    assert res.bound_low > -0.02 and res.bound_high < 0.02
+
+
+def test_without_a_value_range_a_near_degenerate_sample_never_shows_equivalence():
+    base = np.tile([1.0, 0.0], 250)
+    res = paired_compare(PairedInput(base, base.copy()))
+    assert res.verdict == "insufficient_evidence"
+    assert math.isinf(res.bound_low) and res.to_dict()["bound_low"] is None
+
+
+def test_few_movers_use_the_exact_bound_per_direction():
+    base = np.full(300, 1.0)
+    cand = base.copy()
+    cand[:3] = 0.875  # three problems dropped 1/8, none rose
+    res = paired_compare(PairedInput(base, cand, value_range=(0.0, 1.0)), n_resamples=2000)
+    assert res.n_moved == 3
+    assert res.bound_low == pytest.approx(-float(_beta_dist.ppf(0.975, 4, 297)), rel=1e-12)
+    assert res.bound_high == pytest.approx(1 - 0.025 ** (1 / 300), rel=1e-12)
+    assert res.ci_low > -0.02  # the bootstrap alone would have said "equivalent"
+    assert res.verdict == "insufficient_evidence"
+
+
+def test_enough_movers_leave_the_bootstrap_alone():
+    rng = np.random.default_rng(0)
+    base = rng.integers(0, 9, 2000) / 8
+    cand = np.clip(base + rng.choice([-0.125, 0, 0.125], 2000), 0, 1)
+    res = paired_compare(PairedInput(base, cand, value_range=(0.0, 1.0)), n_resamples=2000)
+    assert res.bound_low is None and res.bound_high is None and res.n_moved >= 10
+
+
+def test_constant_small_drop_is_not_significant_below_threshold():
+    # every problem dropped by exactly 0.01: significant, zero-width interval
+    base = np.full(20, 0.5)
+    res = paired_compare(PairedInput(base, base - 0.01, value_range=(0.0, 1.0)))
+    assert res.significant and res.ci_status == "degenerate"
+    assert res.verdict == "inconclusive" and res.exit_code == 3
+    assert "no finite exact bound" in res.reason
+
+
+def test_declared_clusters_use_the_cluster_procedures():
+    rng = np.random.default_rng(5)
+    labels = [f"subject{i % 12}" for i in range(240)]
+    base = rng.integers(0, 9, 240) / 8
+    cand = np.clip(base + rng.normal(0, 0.1, 240).round(3), 0, 1)
+    res = paired_compare(PairedInput(base, cand, clusters=labels), n_resamples=3000, rng=7)
+    assert res.unit == "cluster" and res.n_clusters == 12
+    d = cand - base
+    boot = cluster_bootstrap_ci(d, labels, n_resamples=3000, confidence_level=0.95, rng=7)
+    test = cluster_sign_flip_test(cand, base, labels, n_resamples=3000, rng=7)
+    assert (res.ci_low, res.ci_high) == (boot.low, boot.high)
+    assert res.pvalue == test.pvalue and res.pvalue_exact == test.exact
+    assert res.se == clustered_se(d, labels)
+    # NaN problems are dropped before clusters are counted; singletons mean no clustering
+    flat = paired_compare(PairedInput(base, cand, clusters=[None] * 240), n_resamples=3000)
+    assert flat.unit == "problem" and flat.n_clusters is None
+
+
+def test_too_few_clusters_is_insufficient_evidence():
+    labels = [f"s{i % 4}" for i in range(200)]
+    base = np.tile([1.0, 0.0, 0.5, 0.25], 50)
+    res = paired_compare(PairedInput(base, base - 0.2, clusters=labels))
+    assert res.verdict == "insufficient_evidence" and "4 clusters" in res.reason
+
+
+def test_needed_problems_of_a_near_degenerate_sample():
+    base = np.full(300, 1.0)
+    cand = base.copy()
+    cand[:3] = 0.875
+    res = paired_compare(PairedInput(base, cand, value_range=(0.0, 1.0)), n_resamples=2000)
+    # brute force: the first T whose bound at the same share (1% moved, as a real count)
+    # fits in (-0.02, 0.02)
+    n_fit = next(
+        n for n in range(300, 5000) if float(_beta_dist.ppf(0.975, 0.01 * n + 1, 0.99 * n)) < 0.02
+    )
+    assert all(
+        float(_beta_dist.ppf(0.975, 0.01 * n + 1, 0.99 * n)) < 0.02 for n in range(n_fit, 3000)
+    )
+    var_d = res.se**2 * 300
+    from_variance = required_problems(
+        0.02,
+        omega2=var_d,
+        sigma2_baseline=0,
+        k_baseline=1,
+        sigma2_candidate=0,
+        k_candidate=1,
+    )
+    # at 1,000 problems 10 would have moved and the bootstrap takes over
+    assert res.needed_problems == max(from_variance, min(n_fit, 1000))

@@ -18,7 +18,6 @@ import rolleval.compare as compare_pkg
 from rolleval.compare import (
     GateResult,
     PairedInput,
-    Verdict,
     gate_decision,
     holm,
     paired_compare,
@@ -89,14 +88,14 @@ BASE = np.tile([0.75, 0.25, 1.0, 0.5], 50)
 
 def regression(p: float | None = None):
     res = paired_compare(PairedInput(BASE, BASE - np.tile([0.125, 0, 0, 0.125], 50)))
-    assert res.verdict is Verdict.REGRESSION
+    assert res.verdict == "regression"
     return res if p is None else dataclasses.replace(res, pvalue=p)
 
 
 def equivalent():
     cand = BASE + np.tile([0.125, -0.125, 0, 0], 50) * (np.arange(200) < 40)
     res = paired_compare(PairedInput(BASE, cand))
-    assert res.verdict is Verdict.EQUIVALENT_WITHIN_THRESHOLD
+    assert res.verdict == "equivalent_within_threshold"
     return res
 
 
@@ -104,11 +103,11 @@ def test_gate_blocks_on_a_regression():
     gate = gate_decision({"pass@1": regression(), "unextracted": equivalent()})
     assert isinstance(gate, GateResult)
     assert (gate.verdict, gate.exit_code, gate.method) == ("regression", 1, "holm")
-    assert gate.metrics["pass@1"].verdict is Verdict.REGRESSION
-    assert gate.metrics["unextracted"].verdict is Verdict.EQUIVALENT_WITHIN_THRESHOLD
+    assert gate.metrics["pass@1"].verdict == "regression"
+    assert gate.metrics["unextracted"].verdict == "equivalent_within_threshold"
     assert gate.verdicts == {
-        "pass@1": Verdict.REGRESSION,
-        "unextracted": Verdict.EQUIVALENT_WITHIN_THRESHOLD,
+        "pass@1": "regression",
+        "unextracted": "equivalent_within_threshold",
     }
     assert gate.adjusted_pvalues == {name: m.adjusted_pvalue for name, m in gate.metrics.items()}
 
@@ -121,10 +120,10 @@ def test_gate_passes_when_all_metrics_are_fine():
 
 def test_gate_inconclusive_on_insufficient_or_inconclusive_metric():
     tiny = paired_compare(PairedInput(BASE[:4], BASE[:4] - 0.125))
-    assert tiny.verdict is Verdict.INSUFFICIENT_EVIDENCE
+    assert tiny.verdict == "insufficient_evidence"
     gate = gate_decision({"a": equivalent(), "b": tiny})
     assert (gate.verdict, gate.exit_code) == ("inconclusive", 3)
-    assert gate.metrics["b"].verdict is Verdict.INSUFFICIENT_EVIDENCE
+    assert gate.metrics["b"].verdict == "insufficient_evidence"
     # a regression anywhere still wins over inconclusive
     assert gate_decision({"a": regression(), "b": tiny}).exit_code == 1
 
@@ -132,19 +131,19 @@ def test_gate_inconclusive_on_insufficient_or_inconclusive_metric():
 def test_holm_can_remove_a_regression():
     # each p = 0.03 passes alone; three of them adjust to 0.09 > 0.05
     comps = {name: regression(0.03) for name in ("x", "y", "z")}
-    assert all(c.verdict is Verdict.REGRESSION for c in comps.values())
+    assert all(c.verdict == "regression" for c in comps.values())
     gate = gate_decision(comps)
     for metric in gate.metrics.values():
         assert metric.pvalue == 0.03 and metric.adjusted_pvalue == pytest.approx(0.09)
         assert not metric.significant
-        assert metric.unadjusted_verdict is Verdict.REGRESSION
-        assert metric.verdict is Verdict.INCONCLUSIVE
+        assert metric.unadjusted_verdict == "regression"
+        assert metric.verdict == "inconclusive"
     assert (gate.verdict, gate.exit_code) == ("inconclusive", 3)
     # with one strong metric the step-down keeps it: 3 * 0.001, then 2 * 0.03 = 0.06 > 0.05
     gate = gate_decision({"x": regression(0.001), "y": regression(0.03), "z": regression(0.03)})
-    assert gate.metrics["x"].verdict is Verdict.REGRESSION
+    assert gate.metrics["x"].verdict == "regression"
     assert gate.metrics["x"].adjusted_pvalue == pytest.approx(0.003)
-    assert gate.metrics["y"].verdict is Verdict.INCONCLUSIVE
+    assert gate.metrics["y"].verdict == "inconclusive"
     assert gate.exit_code == 1
 
 
@@ -289,7 +288,6 @@ CORE_NAMES = [
     "GateMetric",
     "GateResult",
     "PairedInput",
-    "Verdict",
     "gate_decision",
     "holm",
     "paired_compare",

@@ -37,7 +37,7 @@ def test_all_is_sorted_and_complete():
 
 
 def test_grader_types():
-    assert GRADER_TYPES == ("math", "mcq", "short_answer")
+    assert GRADER_TYPES == ("code", "math", "mcq", "qa", "short_answer")
 
 
 @pytest.mark.parametrize(
@@ -65,8 +65,11 @@ def test_make_grader_round_trips_through_json(spec, cls):
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        ({"type": "regex"}, "unknown type 'regex'; accepted types: math, mcq, short_answer"),
-        ({}, "no 'type' key; accepted types: math, mcq, short_answer"),
+        (
+            {"type": "regex"},
+            "unknown type 'regex'; accepted types: code, math, mcq, qa, short_answer",
+        ),
+        ({}, "no 'type' key; accepted types: code, math, mcq, qa, short_answer"),
         ("math", "must be a JSON object"),
         (
             {"type": "math", "extractor": ["boxed"]},

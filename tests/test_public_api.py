@@ -16,6 +16,7 @@ PUBLIC_PACKAGES = [
     "rolleval.client",
     "rolleval.compare",
     "rolleval.records",
+    "rolleval.writer",
     "rolleval.errors",
 ]
 

@@ -113,17 +113,22 @@ def test_effective_rollouts_first_ok_wins_and_retries_supersede_failures():
         {"problem_id": "a", "index": 1, "status": "timeout", "attempt": 1},
         {"problem_id": "a", "index": 1, "status": "infra_error", "attempt": 2},
     ]
-    chosen, dups = effective_rollouts(recs)
-    assert chosen[("a", 0)]["text"] == "first"
-    assert chosen[("a", 1)]["attempt"] == 2
+    chosen, dups = effective_rollouts([RolloutRecord.model_validate(r) for r in recs])
+    assert chosen[("a", 0)].text == "first"
+    assert chosen[("a", 1)].attempt == 2
     assert dups == 1
 
 
 def test_make_judgement_copies_status_and_drops_nones():
-    rec = make_judgement(
-        {"problem_id": "a", "index": 2, "status": "infra_error", "error": "x"}, None, "g@1"
-    )
-    assert rec == {"problem_id": "a", "index": 2, "status": "infra_error", "grader": "g@1"}
+    rollout = RolloutRecord(problem_id="a", index=2, status="infra_error", error="x")
+    rec = make_judgement(rollout, None, "g@1")
+    assert rec == JudgementRecord(problem_id="a", index=2, status="infra_error", grader="g@1")
+    assert orjson.loads(dump_record(rec)) == {
+        "problem_id": "a",
+        "index": 2,
+        "status": "infra_error",
+        "grader": "g@1",
+    }
 
 
 # ---------------------------------------------------------------- JSONL reading
@@ -210,8 +215,8 @@ def test_run_dir_open_checks_format_and_version(tmp_path):
         RunDir.open(tmp_path / "empty")
     run = RunDir.create(tmp_path / "r", {"run_id": "x", "rolleval_version": "0.0.1"})
     assert RunDir.open(run.path).manifest["run_id"] == "x"
-    run.manifest["schema_version"] = 7
-    run.write_manifest()
+    data = json.loads((run.path / "manifest.json").read_text())
+    (run.path / "manifest.json").write_text(json.dumps({**data, "schema_version": 7}))
     with pytest.raises(SchemaVersionError, match=r"schema version 7 \(written by rolleval 0.0.1\)"):
         RunDir.open(run.path)
     (run.path / "manifest.json").write_text('{"format": "other"}')

@@ -13,6 +13,7 @@ import time
 import orjson
 import pytest
 
+from conftest import run_cli as _cli
 from rolleval import build_config, derive_seed, run_eval
 from rolleval.errors import RunError, UsageError
 from rolleval.testing import Fault, OpenAIServer
@@ -78,17 +79,6 @@ def _expected_pass1(n=4, seed=11):
         seeds = [derive_seed(seed, pid, j) for j in range(n)]
         total += sum(_answer_correctly(s) and s % 7 != 0 for s in seeds) / n
     return total / len(ids)
-
-
-def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    return subprocess.run(
-        [sys.executable, "-m", "rolleval", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout,
-    )
 
 
 def _yaml_config(path, srv, data_file, extra=""):

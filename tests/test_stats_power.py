@@ -14,7 +14,13 @@ from rolleval.stats import minimum_detectable_effect, required_problems, require
 Z_975 = 1.959963984540054  # norm.ppf(0.975)
 Z_80 = 0.8416212335729143  # norm.ppf(0.8)
 
-DESIGN = {"omega2": 0.02, "sigma2_a": 0.15, "k_a": 8, "sigma2_b": 0.18, "k_b": 4}
+DESIGN = {
+    "omega2": 0.02,
+    "sigma2_baseline": 0.15,
+    "k_baseline": 8,
+    "sigma2_candidate": 0.18,
+    "k_candidate": 4,
+}
 
 
 def test_required_problems_formula():
@@ -37,7 +43,9 @@ def test_alpha_and_power_enter_as_z_quantiles():
     assert required_problems(0.05, **DESIGN, alpha=0.01, power=0.9) == expected
 
 
-@pytest.mark.parametrize("design", [DESIGN, {**DESIGN, "omega2": 0.0}, {**DESIGN, "k_a": 1.5}])
+@pytest.mark.parametrize(
+    "design", [DESIGN, {**DESIGN, "omega2": 0.0}, {**DESIGN, "k_baseline": 1.5}]
+)
 def test_round_trip_problems_to_mde_and_back(design):
     for t in [1, 2, 3, 7, 50, 101, 999, 1000, 4096, 123_457]:
         mde = minimum_detectable_effect(t, **design)
@@ -48,17 +56,29 @@ def test_round_trip_problems_to_mde_and_back(design):
 
 
 def test_required_problems_is_at_least_one():
-    no_variance = {"omega2": 0.0, "sigma2_a": 0.0, "k_a": 1, "sigma2_b": 0.0, "k_b": 1}
+    no_variance = {
+        "omega2": 0.0,
+        "sigma2_baseline": 0.0,
+        "k_baseline": 1,
+        "sigma2_candidate": 0.0,
+        "k_candidate": 1,
+    }
     assert required_problems(0.01, **no_variance) == 1
     assert required_problems(0.9, **DESIGN) == 1
 
 
 def test_planned_design_reaches_the_power_in_simulation():
     # True rates: x_A ~ U(0.2, 0.8), x_B = x_A + 0.05 + e with e = +-0.1, so
-    # omega2 = Var(x_A - x_B) = 0.01, sigma2_a = E[x_A(1-x_A)] = 0.22 and
-    # sigma2_b = E[x_B(1-x_B)] = 0.55 - 0.3425 = 0.2075. K = 4 rollouts each.
+    # omega2 = Var(x_A - x_B) = 0.01, sigma2_baseline = E[x_A(1-x_A)] = 0.22 and
+    # sigma2_candidate = E[x_B(1-x_B)] = 0.55 - 0.3425 = 0.2075. K = 4 rollouts each.
     delta, k = 0.05, 4
-    design = {"omega2": 0.01, "sigma2_a": 0.22, "k_a": k, "sigma2_b": 0.2075, "k_b": k}
+    design = {
+        "omega2": 0.01,
+        "sigma2_baseline": 0.22,
+        "k_baseline": k,
+        "sigma2_candidate": 0.2075,
+        "k_candidate": k,
+    }
     t = required_problems(delta, **design)
     rng = np.random.default_rng(2024)
     experiments = 2000
@@ -76,7 +96,7 @@ def test_planned_design_reaches_the_power_in_simulation():
 
 @pytest.mark.parametrize(("delta", "t"), [(0.03, 600), (0.05, 300), (0.02, 5000), (0.1, 40)])
 def test_required_rollouts_is_the_smallest_sufficient_k(delta, t):
-    components = {"omega2": 0.02, "sigma2_a": 0.15, "sigma2_b": 0.18}
+    components = {"omega2": 0.02, "sigma2_baseline": 0.15, "sigma2_candidate": 0.18}
     k = required_rollouts(delta, t, **components)
     assert k is not None
 
@@ -84,10 +104,10 @@ def test_required_rollouts_is_the_smallest_sufficient_k(delta, t):
         return minimum_detectable_effect(
             t,
             omega2=0.02,
-            sigma2_a=0.15,
-            k_a=kk,
-            sigma2_b=0.18,
-            k_b=kk,
+            sigma2_baseline=0.15,
+            k_baseline=kk,
+            sigma2_candidate=0.18,
+            k_candidate=kk,
         )
 
     assert mde(k) <= delta * (1 + 1e-12)
@@ -96,18 +116,25 @@ def test_required_rollouts_is_the_smallest_sufficient_k(delta, t):
 
 
 def test_required_rollouts_none_when_problem_variance_alone_is_too_big():
-    components = {"omega2": 0.02, "sigma2_a": 0.15, "sigma2_b": 0.18}
+    components = {"omega2": 0.02, "sigma2_baseline": 0.15, "sigma2_candidate": 0.18}
     assert required_rollouts(0.03, 100, **components) is None
     # Even a million rollouts per problem would not do.
     huge = minimum_detectable_effect(
-        100, omega2=0.02, sigma2_a=0.15, k_a=1e6, sigma2_b=0.18, k_b=1e6
+        100,
+        omega2=0.02,
+        sigma2_baseline=0.15,
+        k_baseline=1e6,
+        sigma2_candidate=0.18,
+        k_candidate=1e6,
     )
     assert huge > 0.03
 
 
 def test_required_rollouts_without_rollout_noise():
-    assert required_rollouts(0.05, 100, omega2=0.0, sigma2_a=0.0, sigma2_b=0.0) == 1
-    assert required_rollouts(0.001, 10, omega2=0.1, sigma2_a=0.0, sigma2_b=0.0) is None
+    assert required_rollouts(0.05, 100, omega2=0.0, sigma2_baseline=0.0, sigma2_candidate=0.0) == 1
+    assert (
+        required_rollouts(0.001, 10, omega2=0.1, sigma2_baseline=0.0, sigma2_candidate=0.0) is None
+    )
 
 
 # ---------------------------------------------------------------- validation
@@ -129,12 +156,12 @@ def test_required_rollouts_without_rollout_noise():
             "`omega2` must be a finite number >= 0; got -0.1 (float)",
         ),
         (
-            lambda: required_problems(0.02, **{**DESIGN, "sigma2_b": float("nan")}),
-            "`sigma2_b` must be a finite number >= 0; got nan (float)",
+            lambda: required_problems(0.02, **{**DESIGN, "sigma2_candidate": float("nan")}),
+            "`sigma2_candidate` must be a finite number >= 0; got nan (float)",
         ),
         (
-            lambda: required_problems(0.02, **{**DESIGN, "k_a": 0}),
-            "`k_a` must be a finite number > 0; got 0 (int)",
+            lambda: required_problems(0.02, **{**DESIGN, "k_baseline": 0}),
+            "`k_baseline` must be a finite number > 0; got 0 (int)",
         ),
         (
             lambda: required_problems(0.02, **DESIGN, alpha=0.0),
@@ -153,11 +180,15 @@ def test_required_rollouts_without_rollout_noise():
             "`n_problems` must be an integer >= 1; got 0 (int)",
         ),
         (
-            lambda: required_rollouts(0.02, 2.5, omega2=0.0, sigma2_a=0.1, sigma2_b=0.1),
+            lambda: required_rollouts(
+                0.02, 2.5, omega2=0.0, sigma2_baseline=0.1, sigma2_candidate=0.1
+            ),
             "`n_problems` must be an integer >= 1; got 2.5 (float)",
         ),
         (
-            lambda: required_rollouts("0.02", 100, omega2=0.0, sigma2_a=0.1, sigma2_b=0.1),
+            lambda: required_rollouts(
+                "0.02", 100, omega2=0.0, sigma2_baseline=0.1, sigma2_candidate=0.1
+            ),
             "`delta` must be a finite number > 0; got '0.02' (str)",
         ),
     ],
@@ -165,8 +196,8 @@ def test_required_rollouts_without_rollout_noise():
         "delta-zero",
         "delta-negative",
         "omega2-negative",
-        "sigma2_b-nan",
-        "k_a-zero",
+        "sigma2_candidate-nan",
+        "k_baseline-zero",
         "alpha-zero",
         "power-percent",
         "power-below-half-alpha",

@@ -238,13 +238,13 @@ def test_variance_components_unavailable(c, n, reason):
 
 
 def test_paired_variance_components_match_exact_arithmetic():
-    c_a, n_a = [7, 0, 16, 3, 9, 12, 5], [8, 2, 16, 4, 10, 12, 9]
-    c_b, n_b = [5, 1, 14, 4, 2, 11, 9], [8, 4, 16, 4, 8, 12, 9]
-    pvc = paired_variance_components(c_a, n_a, c_b, n_b)
-    t = len(c_a)
+    c_baseline, n_baseline = [7, 0, 16, 3, 9, 12, 5], [8, 2, 16, 4, 10, 12, 9]
+    c_candidate, n_candidate = [5, 1, 14, 4, 2, 11, 9], [8, 4, 16, 4, 8, 12, 9]
+    pvc = paired_variance_components(c_baseline, n_baseline, c_candidate, n_candidate)
+    t = len(c_baseline)
     diff = [
         Fraction(ca, na) - Fraction(cb, nb)
-        for ca, na, cb, nb in zip(c_a, n_a, c_b, n_b, strict=True)
+        for ca, na, cb, nb in zip(c_baseline, n_baseline, c_candidate, n_candidate, strict=True)
     ]
     grand = sum(diff) / t
     observed = sum((x - grand) ** 2 for x in diff) / (t - 1)
@@ -253,11 +253,18 @@ def test_paired_variance_components_match_exact_arithmetic():
         s2 = [Fraction(ci * (ni - ci), ni * (ni - 1)) for ci, ni in zip(c, n, strict=True)]
         return sum(s2) / t, sum(v / ni for v, ni in zip(s2, n, strict=True)) / t
 
-    (s2a, noise_a), (s2b, noise_b) = within(c_a, n_a), within(c_b, n_b)
+    (s2a, noise_a), (s2b, noise_b) = (
+        within(c_baseline, n_baseline),
+        within(c_candidate, n_candidate),
+    )
     assert pvc.omega2 == pytest.approx(float(max(0, observed - noise_a - noise_b)), rel=1e-13)
-    assert pvc.sigma2_a == pytest.approx(float(s2a), rel=1e-13)
-    assert pvc.sigma2_b == pytest.approx(float(s2b), rel=1e-13)
-    assert (pvc.k_a, pvc.k_b, pvc.n) == (sum(n_a) / t, sum(n_b) / t, t)
+    assert pvc.sigma2_baseline == pytest.approx(float(s2a), rel=1e-13)
+    assert pvc.sigma2_candidate == pytest.approx(float(s2b), rel=1e-13)
+    assert (pvc.k_baseline, pvc.k_candidate, pvc.n) == (
+        sum(n_baseline) / t,
+        sum(n_candidate) / t,
+        t,
+    )
 
 
 def test_paired_variance_components_recover_simulated_truth():
@@ -265,18 +272,24 @@ def test_paired_variance_components_recover_simulated_truth():
     t = 2000
     x_a = rng.beta(2, 3, t)
     x_b = np.clip(x_a + rng.normal(-0.02, 0.1, t), 0, 1)
-    c_a, c_b = rng.binomial(8, x_a), rng.binomial(16, x_b)
-    pvc = paired_variance_components(c_a, 8, c_b, 16)
+    c_baseline, c_candidate = rng.binomial(8, x_a), rng.binomial(16, x_b)
+    pvc = paired_variance_components(c_baseline, 8, c_candidate, 16)
     assert pvc.omega2 == pytest.approx(np.var(x_a - x_b, ddof=1), abs=0.0075)
-    assert pvc.sigma2_a == pytest.approx(np.mean(x_a * (1 - x_a)), abs=0.0075)
-    assert pvc.sigma2_b == pytest.approx(np.mean(x_b * (1 - x_b)), abs=0.0075)
-    assert (pvc.k_a, pvc.k_b) == (8.0, 16.0)
+    assert pvc.sigma2_baseline == pytest.approx(np.mean(x_a * (1 - x_a)), abs=0.0075)
+    assert pvc.sigma2_candidate == pytest.approx(np.mean(x_b * (1 - x_b)), abs=0.0075)
+    assert (pvc.k_baseline, pvc.k_candidate) == (8.0, 16.0)
 
 
 def test_paired_components_feed_the_power_planner():
     pvc = paired_variance_components([8, 2, 5, 7, 0, 6], 8, [7, 1, 5, 8, 1, 4], 8)
     kwargs = pvc.power_kwargs()
-    assert set(kwargs) == {"omega2", "sigma2_a", "k_a", "sigma2_b", "k_b"}
+    assert set(kwargs) == {
+        "omega2",
+        "sigma2_baseline",
+        "k_baseline",
+        "sigma2_candidate",
+        "k_candidate",
+    }
     assert required_problems(0.05, **kwargs) >= 1
 
 
@@ -345,11 +358,11 @@ def test_unavailable_paired_components_refuse_to_plan():
         ),
         (
             lambda: paired_variance_components([1, 2], 4, [1, 2, 3], 4),
-            "`c_a` and `c_b` must have one entry per problem of the same aligned problem list; got 2 and 3",
+            "`c_baseline` and `c_candidate` must have one entry per problem of the same aligned problem list; got 2 and 3",
         ),
         (
             lambda: paired_variance_components([1, 2], 4, [1, 5], 4),
-            "`c_b` must not exceed `n_b`; got 5 > 4 at index 1",
+            "`c_candidate` must not exceed `n_candidate`; got 5 > 4 at index 1",
         ),
     ],
     ids=[

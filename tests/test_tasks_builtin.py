@@ -31,10 +31,15 @@ COUNTS = {
     "arc_easy": 2376,
     "common_knowledge": 1037,
     "copycolors": 100,
+    "drop": 1000,
     "gsm8k": 1319,
+    "humaneval": 164,
     "math": 5000,
     "math500": 500,
+    "mbpp": 500,
     "mmlu": 14042,
+    "nq_open": 1000,
+    "squad": 1000,
 }
 
 _CACHE: dict[str, list[Problem]] = {}

@@ -2,7 +2,8 @@
 
 The public surface is this module and the subpackages ``rolleval.metrics`` (exact
 estimators), ``rolleval.stats`` (intervals, tests, power), ``rolleval.records`` (the record
-protocol), ``rolleval.grading``, ``rolleval.tasks`` and ``rolleval.client``. Everything else
+model), ``rolleval.writer`` (the run writer importers use), ``rolleval.grading``,
+``rolleval.tasks`` and ``rolleval.client``. Everything else
 is private and may change.
 """
 

@@ -11,19 +11,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from .errors import DataError, UsageError
-from .records import effective_rollouts, make_judgement
-from .report import InferenceSettings, build_run_report, write_run_report
-from .store import (
-    RunDir,
-    TaskFiles,
-    atomic_write_bytes,
-    atomic_write_json,
-    collect_warnings,
-    read_jsonl,
+from .records import (
+    JudgementRecord,
+    PromptSet,
+    RolloutRecord,
+    RunReport,
+    TaskSettings,
+    make_judgement,
 )
+from .report import InferenceSettings, build_run_report, write_run_report
+from .runlock import hold_run_lock
+from .store import RunDir, collect_warnings
+from .writer import RunWriter, TaskWriter
 
 __all__ = ["RegradeResult", "ReportResult", "regrade_run", "report_run", "show_records"]
 
@@ -48,16 +48,21 @@ def report_run(
     """Recompute a run's report from its stored judgements (zero model calls).
 
     Writes ``report.json`` (run level) and each task's ``report.json`` atomically unless
-    ``write`` is false. The same run directory and settings always give the same bytes.
+    ``write`` is false, holding the run's write lock while it reads and writes. The same run directory and settings always give the same bytes.
     """
     rd = run if isinstance(run, RunDir) else RunDir.open(run)
     inference = InferenceSettings(
         n_resamples=n_resamples, confidence_level=confidence_level, seed=seed
     )
-    report, warns = build_run_report(rd, inference=inference)
-    if write:
+    if not write:
+        report, warns = build_run_report(rd, inference=inference)
+        return ReportResult(report, warns, None)
+    notes: list[str] = []
+    with hold_run_lock(rd.path, command="report", on_note=notes.append):
+        report, warns = build_run_report(rd, inference=inference)
+        RunReport.model_validate(report)  # the envelope written is the model's
         write_run_report(rd, report)
-    return ReportResult(report, warns, rd.report_path if write else None)
+    return ReportResult(report, notes + warns, rd.report_path)
 
 
 @dataclass(frozen=True)
@@ -68,97 +73,105 @@ class RegradeResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def _references(task: TaskFiles) -> dict[str, Any]:
-    content = read_jsonl(task.prompts, what="prompt records")
-    refs: dict[str, Any] = {}
-    for rec, ln in zip(content.records, content.lines):
-        pid = rec.get("problem_id")
-        if not isinstance(pid, str):
-            raise DataError("prompt record has no 'problem_id' string", path=task.prompts, line=ln)
-        refs.setdefault(pid, rec.get("reference"))
-    return refs
+@dataclass
+class _Regrade:
+    """One task's regrade, read and checked before anything is written."""
+
+    task: TaskWriter
+    settings: TaskSettings
+    grader: Any
+    prompts: PromptSet
+    by_problem: dict[str, list[RolloutRecord]]
+    old: dict[tuple[str, int], JudgementRecord]
 
 
-def regrade_task(
-    task: TaskFiles,
-    *,
-    workers: int | None = None,
-    grader_spec: dict[str, Any] | None = None,
-    on_progress: Callable[[str, int, int], None] | None = None,
-) -> dict[str, int]:
-    """Rebuild one task's judgements from its stored rollouts with the current grader.
+def _prepare_regrade(
+    task: TaskWriter, grader_spec: dict[str, Any] | None, notes: list[str]
+) -> _Regrade:
+    from .grading import make_grader
 
-    ``on_progress(task, problems_done, problems_total)`` is called after each problem.
-    """
-    from .grading import grade_problems, make_grader
-
-    settings = task.read_task()
-    spec = grader_spec or settings.get("grader")
+    files = task.files
+    settings = files.read_settings()
+    spec = grader_spec or settings.grader
     if not isinstance(spec, dict):
         raise DataError(
-            "task.json has no grader spec ('grader'); cannot regrade", path=task.task_json
+            "task.json has no grader spec ('grader'); cannot regrade", path=files.task_json
         )
     grader = make_grader(spec)
     grader.check_available()
-    refs = _references(task)
-    content = read_jsonl(task.rollouts, what="rollout records")
-    for rec, ln in zip(content.records, content.lines):
-        if not isinstance(rec.get("problem_id"), str) or not isinstance(rec.get("index"), int):
+    prompts = files.read_prompts()
+    rollouts = files.read_rollouts(missing_ok=False)
+    for i, rec in enumerate(rollouts.records):
+        if rec.problem_id not in prompts.by_id:
+            line = rollouts.line_of(i)
             raise DataError(
-                "rollout record needs 'problem_id' (string) and 'index' (integer)",
-                path=task.rollouts,
-                line=ln,
+                f"rollout for problem {rec.problem_id!r}, which has no prompt record; the files do not belong together",
+                path=files.rollouts,
+                line=line,
             )
-        if rec["problem_id"] not in refs:
-            raise DataError(
-                f"rollout for problem {rec['problem_id']!r}, which has no prompt record; the files do not belong together",
-                path=task.rollouts,
-                line=ln,
-            )
-    chosen, _dups = effective_rollouts(content.records)
-    by_problem: dict[str, list[dict[str, Any]]] = {}
-    for key in sorted(chosen):
-        by_problem.setdefault(key[0], []).append(chosen[key])
-    pids = sorted(by_problem)
+    by_problem: dict[str, list[RolloutRecord]] = {}
+    for key in sorted(rollouts.effective):
+        by_problem.setdefault(key[0], []).append(rollouts.effective[key])
+    try:
+        old = files.read_judgements().effective
+    except DataError as exc:  # the judgements are what regrade rebuilds
+        notes.append(f"previous judgements not compared ({exc})")
+        old = {}
+    return _Regrade(task, settings, grader, prompts, by_problem, old)
+
+
+def _regrade(
+    job: _Regrade,
+    *,
+    workers: int | None,
+    on_progress: Callable[[str, int, int], None] | None,
+) -> dict[str, int]:
+    from .grading import grade_problems
+
+    name = job.task.name
+    pids = sorted(job.by_problem)
     items = [
         (
-            refs[pid],
-            [(r["index"], r.get("text") or "") for r in by_problem[pid] if r.get("status") == "ok"],
+            job.prompts.by_id[pid].reference,
+            [(r.index, r.text or "") for r in job.by_problem[pid] if r.status == "ok"],
         )
         for pid in pids
     ]
-    old = {}
-    if task.judgements.exists():
-        prev = read_jsonl(task.judgements, what="judgement records")
-        for rec in prev.records:
-            old.setdefault((rec.get("problem_id"), rec.get("index")), rec)
-    lines: list[bytes] = []
+    records: list[JudgementRecord] = []
     changed = 0
     judged = 0
     for done, (pid, verdicts) in enumerate(
-        zip(pids, grade_problems(grader, items, workers=workers)), 1
+        zip(
+            pids,
+            grade_problems(
+                job.grader,
+                items,
+                workers=workers,
+                timeout=job.grader.problem_timeout_s,
+            ),
+        ),
+        1,
     ):
         if on_progress is not None:
-            on_progress(task.name, done, len(pids))
-        for r in by_problem[pid]:
-            v = verdicts.get(r["index"]) if r.get("status") == "ok" else None
-            rec = make_judgement(r, v, grader.identity)
+            on_progress(name, done, len(pids))
+        for r in job.by_problem[pid]:
+            v = verdicts.get(r.index) if r.status == "ok" else None
+            rec = make_judgement(r, v, job.grader.identity)
             judged += v is not None
-            before = old.get((pid, r["index"]))
-            if before is not None and (before.get("correct"), before.get("extracted")) != (
-                rec.get("correct"),
-                rec.get("extracted"),
+            before = job.old.get((pid, r.index))
+            if before is not None and (before.correct, before.extracted) != (
+                rec.correct,
+                rec.extracted,
             ):
                 changed += 1
-            lines.append(orjson.dumps(rec) + b"\n")
-    if task.judgements.exists():
-        backup = task.judgements.with_name("judgements.prev.jsonl")
-        atomic_write_bytes(backup, task.judgements.read_bytes())
-    atomic_write_bytes(task.judgements, b"".join(lines))
-    settings["grader"] = grader.spec
-    settings["grader_identity"] = grader.identity
-    atomic_write_json(task.task_json, settings)
-    return {"rollouts": len(lines), "judged": judged, "changed": changed}
+            records.append(rec)
+    job.task.replace_judgements(records, backup=True)
+    job.task.write_settings(
+        job.settings.model_copy(
+            update={"grader": job.grader.spec, "grader_identity": job.grader.identity}
+        )
+    )
+    return {"rollouts": len(records), "judged": judged, "changed": changed}
 
 
 def regrade_run(
@@ -166,20 +179,28 @@ def regrade_run(
     *,
     task: str | None = None,
     workers: int | None = None,
+    grader_spec: dict[str, Any] | None = None,
     on_progress: Callable[[str, int, int], None] | None = None,
 ) -> RegradeResult:
     """Re-judge every stored rollout with each task's current grader (zero model calls).
 
-    The previous judgements are kept as ``judgements.prev.jsonl``; the new file replaces the
-    old atomically. Run :func:`report_run` afterwards to refresh the reports.
+    Holds the run's write lock throughout. Every task's files are read and checked before
+    any is rewritten. The previous judgements are kept as ``judgements.prev.jsonl``; the new
+    file replaces the old atomically. Run :func:`report_run` afterwards to refresh the
+    reports. ``grader_spec`` replaces the stored grader spec of every task regraded.
     """
-    rd = run if isinstance(run, RunDir) else RunDir.open(run)
-    tasks = [rd.require_task(task)] if task else list(rd.tasks())
+    path = run.path if isinstance(run, RunDir) else Path(run)
+    notes: list[str] = []
     out: dict[str, dict[str, int]] = {}
-    with collect_warnings() as caught:
-        for tf in tasks:
-            out[tf.name] = regrade_task(tf, workers=workers, on_progress=on_progress)
-    return RegradeResult(out, [str(w.message) for w in caught])
+    with (
+        RunWriter.resume(path, command="regrade", on_note=notes.append) as writer,
+        collect_warnings() as caught,
+    ):
+        names = [writer.run.require_task(task).name] if task else writer.run.task_names()
+        jobs = [_prepare_regrade(writer.task(n), grader_spec, notes) for n in names]
+        for job in jobs:
+            out[job.task.name] = _regrade(job, workers=workers, on_progress=on_progress)
+    return RegradeResult(out, notes + [str(w.message) for w in caught])
 
 
 def show_records(
@@ -203,44 +224,40 @@ def show_records(
     with collect_warnings():
         for name in names:
             tf = rd.require_task(name)
-            prompts = {
-                r["problem_id"]: r
-                for r in read_jsonl(tf.prompts, what="prompt records").records
-                if "problem_id" in r
-            }
+            prompts = tf.read_prompts().by_id
             if problem is not None and problem not in prompts:
                 continue
             found = True
-            rolls, _ = effective_rollouts(
-                [
-                    r
-                    for r in read_jsonl(
-                        tf.rollouts, what="rollout records", missing_ok=True
-                    ).records
-                    if problem is None or r.get("problem_id") == problem
-                ]
-            )
-            judg: dict[tuple[str, int], dict[str, Any]] = {}
-            for r in read_jsonl(tf.judgements, what="judgement records", missing_ok=True).records:
-                if problem is None or r.get("problem_id") == problem:
-                    judg.setdefault((r.get("problem_id"), r.get("index")), r)
+            rolls = tf.read_rollouts().effective
+            judg = tf.read_judgements().effective
+            if problem is not None:
+                rolls = {k: v for k, v in rolls.items() if k[0] == problem}
+                judg = {k: v for k, v in judg.items() if k[0] == problem}
             keys = sorted(set(rolls) | set(judg))
             per: dict[str, list[dict[str, Any]]] = {}
             for key in keys:
-                j = judg.get(key, {})
-                r = rolls.get(key, {})
+                jr = judg.get(key)
+                rr = rolls.get(key)
                 item = {
                     "index": key[1],
-                    "status": r.get("status", j.get("status")),
-                    "text": r.get("text"),
-                    "finish_reason": r.get("finish_reason", j.get("finish_reason")),
-                    "error": r.get("error"),
-                    "extracted": j.get("extracted"),
-                    "correct": j.get("correct"),
-                    "cluster": j.get("cluster"),
-                    "grader_error": j.get("grader_error"),
+                    "status": rr.status if rr is not None else jr.status if jr else None,
+                    "text": rr.text if rr is not None else None,
+                    "finish_reason": (
+                        rr.finish_reason
+                        if rr is not None and rr.finish_reason is not None
+                        else jr.finish_reason
+                        if jr is not None
+                        else None
+                    ),
+                    "error": rr.error if rr is not None else None,
+                    "extracted": jr.extracted if jr is not None else None,
+                    "correct": jr.correct if jr is not None else None,
+                    "cluster": jr.cluster if jr is not None else None,
+                    "grader_error": jr.grader_error if jr is not None else None,
+                    "metrics": dict(jr.metrics) if jr is not None and jr.metrics else {},
+                    "judge_raw": jr.judge_raw if jr is not None else None,
                 }
-                gradable = item["status"] == "ok" and item["grader_error"] is None and j
+                gradable = item["status"] == "ok" and item["grader_error"] is None and jr
                 if failures and item["correct"] is True:
                     continue
                 if unextracted and not (gradable and item["extracted"] is None):
@@ -251,13 +268,13 @@ def show_records(
                 if (failures or unextracted)
                 else set(per) | ({problem} if problem else set(prompts))
             ):
-                p = prompts.get(pid, {})
+                p = prompts.get(pid)
                 out.append(
                     {
                         "task": name,
                         "problem_id": pid,
-                        "prompt": p.get("prompt"),
-                        "reference": p.get("reference"),
+                        "prompt": p.model_dump()["prompt"] if p is not None else None,
+                        "reference": p.reference if p is not None else None,
                         "rollouts": per.get(pid, []),
                     }
                 )

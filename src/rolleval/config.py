@@ -16,11 +16,27 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from .errors import DataError, UsageError
 
-__all__ = ["RunConfig", "SamplingOverrides", "build_config", "config_diff", "load_config_file"]
+__all__ = [
+    "RunConfig",
+    "SamplingOverrides",
+    "build_config",
+    "config_diff",
+    "config_from_flags",
+    "load_config_file",
+    "load_yaml",
+]
 
 
 class SamplingOverrides(BaseModel):
@@ -45,8 +61,8 @@ class RunConfig(BaseModel):
     """Model name sent to the endpoint, or ``local`` for the embedded llama.cpp model."""
     tasks: list[str | dict[str, Any]] = Field(min_length=1)
     """Built-in task names, or user-file task configs (see ``docs/tasks.md``)."""
-    n: int = Field(default=8, ge=1)
-    """Rollouts per problem."""
+    n: int = Field(default=8, ge=1, le=100_000)
+    """Rollouts per problem (at most 100,000)."""
     seed: int = 0
     """Run seed; each rollout's sampling seed derives from (seed, problem id, rollout index)."""
     limit: int | None = Field(default=None, ge=1)
@@ -72,11 +88,26 @@ class RunConfig(BaseModel):
     """Ask for a problem's rollouts in one request with ``n`` (only for servers that honour
     it; the choices returned are counted, missing ones are infra errors)."""
 
+    _source: str = PrivateAttr(default="config")
+    """Where the settings came from (the config file, or ``flags``), for error messages."""
+
+    @property
+    def source(self) -> str:
+        return self._source
+
     @field_validator("ks")
     @classmethod
-    def _ks_positive(cls, v: list[int] | None) -> list[int] | None:
+    def _ks_positive(cls, v: list[int] | None, info: ValidationInfo) -> list[int] | None:
         if v is not None and any(k < 1 for k in v):
             raise ValueError("every k must be >= 1")
+        n = info.data.get("n")
+        too_big = sorted(k for k in v or () if isinstance(n, int) and k > n)
+        if too_big:
+            # pass@k and maj@k need k <= n: refuse now, not after every request is spent
+            raise ValueError(
+                f"k={too_big[0]} is greater than n={n} rollouts per problem; "
+                f"give k values up to {n} or raise n"
+            )
         return None if v is None else sorted(set(v))
 
     def measurement(self) -> dict[str, Any]:
@@ -113,6 +144,40 @@ _THROUGHPUT = (
 )
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key given twice in one mapping (plain YAML loading
+    keeps the last one silently, so one of two settings would be ignored)."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            duplicate = key in seen
+            seen.add(key)
+        except TypeError:  # an unhashable key: construct_mapping reports it
+            continue
+        if duplicate:
+            raise yaml.constructor.ConstructorError(
+                "while reading a mapping",
+                node.start_mark,
+                f"key {key!r} is given twice; keep one",
+                key_node.start_mark,
+            )
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def load_yaml(text: str) -> Any:
+    """Parse YAML safely, refusing duplicate keys (``yaml.YAMLError`` on any problem)."""
+    return yaml.load(text, Loader=_StrictLoader)
+
+
 def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a YAML (or JSON) run config into a dict; errors name the file."""
     p = Path(path)
@@ -120,8 +185,12 @@ def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise UsageError(f"{p}: config file not found") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"not UTF-8 text (byte {exc.start + 1}); save the config as UTF-8", path=p
+        ) from None
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise DataError(
@@ -149,7 +218,7 @@ def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
 def build_config(data: dict[str, Any], *, source: str = "config") -> RunConfig:
     """Validate a settings dict into a :class:`RunConfig`; the error names the first bad key."""
     try:
-        return RunConfig.model_validate(data)
+        config = RunConfig.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
@@ -164,6 +233,8 @@ def build_config(data: dict[str, Any], *, source: str = "config") -> RunConfig:
             )
             msg = f"unknown setting (allowed: {allowed})"
         raise UsageError(f"{source}: {loc}: {msg}") from None
+    config._source = source
+    return config
 
 
 def config_diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
@@ -177,3 +248,70 @@ def config_diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> l
         elif a != b:
             out.append(f"{name}: {a!r} -> {b!r}")
     return out
+
+
+def _parse_kv(pairs: tuple[str, ...] | list[str], flag: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        if "=" not in pair:
+            raise UsageError(f"{flag} takes KEY=VALUE, got {pair!r}")
+        key, value = pair.split("=", 1)
+        out[key.strip()] = yaml.safe_load(value)
+    return out
+
+
+#: ``rolleval run`` flags that set one config key of the same name.
+_SIMPLE_FLAGS = (
+    "model",
+    "n",
+    "limit",
+    "seed",
+    "api",
+    "api_key_env",
+    "concurrency",
+    "timeout_s",
+    "denominator_policy",
+)
+_SAMPLING_FLAGS = ("temperature", "top_p", "max_tokens")
+
+
+def config_from_flags(config_path: str | None, flags: dict[str, Any]) -> RunConfig:
+    """The run config from an optional YAML file and ``rolleval run`` flags (flags win).
+
+    ``flags`` holds the CLI's values by config key (``None`` or empty = not given):
+    ``model, n, limit, seed, api, api_key_env, concurrency, timeout_s, denominator_policy,
+    temperature, top_p, max_tokens, stop, endpoints, tasks, ks, server_options`` (``KEY=VALUE``
+    strings) and ``server_n``.
+    """
+    data: dict[str, Any] = load_config_file(config_path) if config_path else {}
+    sampling = dict(data.get("sampling") or {})
+    for key in _SAMPLING_FLAGS:
+        if flags.get(key) is not None:
+            sampling[key] = flags[key]
+    if flags.get("stop"):
+        sampling["stop"] = list(flags["stop"])
+    if sampling:
+        data["sampling"] = sampling
+    for key in _SIMPLE_FLAGS:
+        if flags.get(key) is not None:
+            data[key] = flags[key]
+    if flags.get("server_n"):
+        data["server_n"] = True
+    for key in ("endpoints", "tasks", "ks"):
+        if flags.get(key):
+            data[key] = list(flags[key])
+    if flags.get("server_options"):
+        data["server_options"] = {
+            **(data.get("server_options") or {}),
+            **_parse_kv(flags["server_options"], "--server-option"),
+        }
+    where = f"{config_path}: " if config_path else ""
+    if "model" not in data:
+        raise UsageError(
+            f"{where}no model: pass --model NAME (or --model local), or set model in --config"
+        )
+    if not data.get("tasks"):
+        raise UsageError(
+            f"{where}no task: pass --task NAME (repeatable; `rolleval tasks` lists them), or set tasks in --config"
+        )
+    return build_config(data, source=config_path or "flags")

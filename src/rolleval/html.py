@@ -52,7 +52,7 @@ rollouts requested {{ t.rollouts.requested }}, gradable {{ t.rollouts.gradable }
 {% else %}<td>N/A</td><td class="l" colspan="2">{{ e.reason }}</td>{% endif %}</tr>
 {% endfor %}</table>
 <table><tr><th class="l">health</th><th>count</th><th>of</th><th>rate</th></tr>
-{% for h in ["n_unextracted", "n_truncated", "n_short", "infra_errors", "grader_errors", "missing"] %}
+{% for h in ["n_unextracted", "n_truncated", "n_short", "infra_errors", "timeouts", "grader_errors", "missing"] %}
 <tr><td class="l">{{ h }}</td><td>{{ t.health[h].count }}</td><td>{{ t.health[h].of }}</td><td>{{ "N/A" if t.health[h].rate is none else "%.1f%%"|format(100 * t.health[h].rate) }}</td></tr>
 {% endfor %}</table>
 {% endfor %}
@@ -66,15 +66,19 @@ _COMPARE = _ENV.from_string(
 <h1>rolleval compare: <span class="badge v-{{ c.verdict }}">{{ c.verdict|replace("_", " ") }}</span></h1>
 <p class="muted">metric {{ c.metric }} · unit: problem · {{ c.multiplicity }} · exit {{ c.exit_code }}</p>
 <p>baseline <code>{{ c.baseline }}</code><br>candidate <code>{{ c.candidate }}</code></p>
-<table><tr><th class="l">task</th><th class="l">verdict</th><th>effect</th><th>CI</th><th>p</th><th>threshold</th><th>MDE (80%)</th><th>problems</th></tr>
+{% for r in c.reasons %}<p>note: {{ r }}</p>{% endfor %}
+<table><tr><th class="l">task</th><th class="l">verdict</th><th>effect</th><th>CI</th><th>p</th><th>threshold</th><th>MDE (power)</th><th>problems compared</th></tr>
 {% for t in c.tasks %}
 <tr><td class="l">{{ t.task }}</td><td class="l"><span class="badge v-{{ t.verdict }}">{{ t.verdict|replace("_", " ") }}</span></td>
-<td>{{ t.effect|num(4, True) }}</td><td>[{{ t.ci_low|num(4, True) }}, {{ t.ci_high|num(4, True) }}]</td>
-<td>{{ "N/A" if t.pvalue is none else "%.3g"|format(t.pvalue) }}</td><td>±{{ t.threshold }}</td><td>{{ t.mde|num }}</td><td>{{ t.alignment.matched }}</td></tr>
+<td>{{ t.effect|num(4, True) }}</td><td>[{{ t.ci_low|num(4, True) }}, {{ t.ci_high|num(4, True) }}]{% if t.ci_status == "degenerate" %} degenerate{% endif %}{% if t.unit == "cluster" %} ({{ t.n_clusters }} clusters){% endif %}</td>
+<td>{{ "N/A" if t.pvalue is none else "%.3g"|format(t.pvalue) }}</td><td>±{{ t.threshold }}</td><td>{{ t.mde|num }}{% if t.power is defined %} ({{ (100 * t.power)|round|int }}%){% endif %}</td><td>{{ t.problems.compared }} of {{ t.problems.compared + t.problems.dropped_total }}</td></tr>
 {% endfor %}</table>
 {% for t in c.tasks %}
 <h2>{{ t.task }}</h2>
 <p>{{ t.reason }}</p>
+<p>problems compared {{ t.problems.compared }}; dropped {{ t.problems.dropped_total }}{% for k, d in t.problems.dropped.items() %}; {{ d.count }} {{ k|replace("_", " ") }}{% endfor %}</p>
+{% for w in t.warnings %}<p class="badge v-inconclusive">warning: {{ w }}</p>{% endfor %}
+<p class="muted">{{ t.method }}; confidence {{ t.confidence_level }}, seed {{ t.seed }}</p>
 <table><tr><th class="l">health</th><th>baseline</th><th>candidate</th><th>delta</th></tr>
 {% for k, v in t.health.items() %}<tr><td class="l">{{ k }}</td><td>{{ v.baseline|num }}</td><td>{{ v.candidate|num }}</td><td>{{ v.delta|num(4, True) }}</td></tr>{% endfor %}
 </table>

@@ -25,6 +25,12 @@ def render_task_report(rep: dict[str, Any]) -> str:
         f"task {rep.get('task')}  grader {rep.get('grader') or 'unknown'}  "
         f"policy {rep['denominator_policy']}  score {rep['score_key']}"
     )
+    if rep.get("timeout_policy", "failure") == "failure":
+        lines.append(
+            "  timeouts count as failures in every metric (estimand: passes within budget)"
+        )
+    else:
+        lines.append("  timeouts are excluded from the metrics, like infra errors")
     dist = ", ".join(
         f"{k}x{v}"
         for k, v in sorted(ro["gradable_per_problem"].items(), key=lambda kv: -int(kv[0]))
@@ -59,6 +65,7 @@ def render_task_report(rep: dict[str, Any]) -> str:
         "n_truncated",
         "n_short",
         "infra_errors",
+        "timeouts",
         "grader_errors",
         "missing",
     ):

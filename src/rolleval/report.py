@@ -15,7 +15,7 @@ import numpy as np
 
 from . import metrics as M
 from ._version import __version__
-from .errors import UsageError
+from .errors import DataError, UsageError
 from .stats import grouped_bootstrap_columns
 from .store import RunDir, TaskFiles, atomic_write_json, collect_warnings
 from .table import STATUS_CODES, TaskTable, load_task_table
@@ -23,17 +23,55 @@ from .table import STATUS_CODES, TaskTable, load_task_table
 __all__ = [
     "DEFAULT_TAUS",
     "DENOMINATOR_POLICIES",
+    "HEALTH_DEFINITIONS",
     "REPORT_VERSION",
+    "TIMEOUT_POLICIES",
     "InferenceSettings",
     "build_run_report",
+    "health_counts",
     "per_problem_values",
+    "pooled_rate",
+    "report_ks",
+    "scored_mask",
     "task_report",
     "write_run_report",
 ]
 
 REPORT_VERSION = 1
 DENOMINATOR_POLICIES = ("judged", "requested")
-DEFAULT_TAUS = (0.0, 0.25, 0.5, 0.75, 1.0)
+#: ``failure``: a rollout that timed out counts as a failure in every metric (the estimand is
+#: "passes within the time budget"); ``excluded``: it is left out like an infra error.
+TIMEOUT_POLICIES = ("failure", "excluded")
+DEFAULT_TAUS = M.DEFAULT_TAUS
+
+#: The health quantities, one definition each, shared by ``report.json``, ``compare`` and
+#: ``gate``: name -> (report key, definition). Every rate is pooled over the task (or over
+#: the compared problems): the sum of the per-problem numerators over the sum of the
+#: per-problem denominators (:func:`health_counts`, :func:`pooled_rate`). All are "lower is
+#: better".
+HEALTH_DEFINITIONS: dict[str, tuple[str, str]] = {
+    "unextracted_rate": (
+        "n_unextracted",
+        "graded rollouts with no extracted answer / graded rollouts",
+    ),
+    "truncation_rate": ("n_truncated", "completed rollouts cut at max_tokens / completed rollouts"),
+    "infra_error_rate": (
+        "infra_errors",
+        "rollouts lost to connection-level errors (refused, reset, 5xx) / requested rollouts",
+    ),
+    "timeout_rate": (
+        "timeouts",
+        "rollouts with no answer within the time budget / requested rollouts",
+    ),
+    "grader_error_rate": (
+        "grader_errors",
+        "completed rollouts whose grading failed / completed rollouts",
+    ),
+    "output_tokens": (
+        "output_tokens_mean",
+        "completion tokens / completed rollouts that reported token usage",
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -60,6 +98,58 @@ def _rate(count: int, of: int, *, what: str) -> dict[str, Any]:
         out["rate"] = None
         out["reason"] = f"no {what}"
     return out
+
+
+def scored_mask(table: TaskTable, timeout_policy: str = "failure") -> np.ndarray:
+    """Rollouts that enter the metrics: graded rollouts, plus timeouts (as failures) under
+    ``timeout_policy="failure"``."""
+    if timeout_policy not in TIMEOUT_POLICIES:
+        raise UsageError(
+            f"timeout_policy must be one of {', '.join(TIMEOUT_POLICIES)}, got {timeout_policy!r}"
+        )
+    if timeout_policy == "excluded":
+        return table.r_gradable
+    return table.r_gradable | (table.r_status == STATUS_CODES["timeout"])
+
+
+def health_counts(table: TaskTable) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per-problem numerator and denominator of every health quantity (:data:`HEALTH_DEFINITIONS`).
+
+    The rate of a set of problems is :func:`pooled_rate` of these over the set; report,
+    compare and gate all use it, so one name has one value for one run.
+    """
+    st = table.r_status
+    g = table.r_gradable
+    ok = st == STATUS_CODES["ok"]
+    req = table.requested.astype(np.float64)
+    has_tok = ok & ~np.isnan(table.r_output_tokens)
+    n_ok = table.per_problem(ok)
+    return {
+        "unextracted_rate": (table.per_problem(g & ~table.r_extracted), table.per_problem(g)),
+        "truncation_rate": (table.per_problem(ok & table.r_truncated), n_ok),
+        "infra_error_rate": (table.per_problem(st == STATUS_CODES["infra_error"]), req),
+        "timeout_rate": (table.per_problem(st == STATUS_CODES["timeout"]), req),
+        "grader_error_rate": (table.per_problem(ok & table.r_grader_error), n_ok),
+        "output_tokens": (
+            table.per_problem(has_tok, np.nan_to_num(table.r_output_tokens)),
+            table.per_problem(has_tok),
+        ),
+    }
+
+
+def pooled_rate(num: np.ndarray, den: np.ndarray) -> float | None:
+    """``sum(num) / sum(den)``; None (not measured) when the denominator is 0."""
+    total = float(np.sum(den))
+    return float(np.sum(num)) / total if total > 0 else None
+
+
+def report_ks(table: TaskTable, settings: dict[str, Any]) -> list[int]:
+    """The draw counts a task reports: its ``ks`` setting, else :func:`rolleval.metrics.default_ks`
+    of the smallest requested rollout count (the one rule for reports, compare and gate)."""
+    if settings.get("ks"):
+        return [int(k) for k in settings["ks"]]
+    req_min = int(table.requested.min()) if table.n_problems else 1
+    return M.default_ks(max(req_min, 1))
 
 
 def _window_values(table: TaskTable, k: int, gradable_only: np.ndarray) -> np.ndarray:
@@ -101,17 +191,22 @@ def per_problem_values(
     taus: tuple[float, ...] = DEFAULT_TAUS,
     denominator_policy: str = "judged",
     score_key: str = "correct",
+    timeout_policy: str = "failure",
 ) -> dict[str, tuple[np.ndarray, dict[str, Any], str | None]]:
     """Per-problem values of every metric: ``name -> (values, params, reason_if_unavailable)``.
 
-    ``values[i]`` is NaN where problem ``i`` is not eligible for that metric.
+    ``values[i]`` is NaN where problem ``i`` is not eligible for that metric. The rollouts
+    that enter are :func:`scored_mask`: graded rollouts and, by default, timeouts as failures.
+    Besides the pass@k family, maj@n, self-consistency and consecutive pass^k, every named
+    per-rollout judgement metric ``m`` gives ``metrics.m``: per problem, the mean of ``m``
+    over the gradable rollouts that report it (whatever the denominator policy).
     """
     if denominator_policy not in DENOMINATOR_POLICIES:
         raise UsageError(
             f"denominator_policy must be one of {', '.join(DENOMINATOR_POLICIES)}, got {denominator_policy!r}"
         )
     T = table.n_problems
-    g = table.r_gradable
+    g = scored_mask(table, timeout_policy)
     n_gradable = table.per_problem(g).astype(np.int64)
     c_correct = table.per_problem(g & table.r_correct).astype(np.int64)
     n = n_gradable if denominator_policy == "judged" else table.requested.copy()
@@ -125,7 +220,7 @@ def per_problem_values(
             out[name] = (suite.per_problem[name], dict(mv.params), mv.reason)
     else:
         # Graded score: pass@1 = mean score; the combinatorial family needs pass/fail.
-        s = table.per_problem(g, table.r_score)
+        s = table.per_problem(g, np.nan_to_num(table.r_score))  # a timeout scores 0
         vals = np.full(T, np.nan)
         ok = n > 0
         vals[ok] = s[ok] / n[ok]
@@ -158,6 +253,22 @@ def per_problem_values(
             vals,
             {"k": k},
             f"no problem has {k} consecutive gradable rollouts",
+        )
+
+    # every named judgement metric: per problem, the mean over gradable rollouts reporting it
+    # (a timeout scored as a failure counts, with the value 0, as for a graded score)
+    timed_out = g & ~table.r_gradable
+    for name, column in table.r_metrics.items():
+        has = (g & ~np.isnan(column)) | timed_out
+        count = table.per_problem(has)
+        total = table.per_problem(has, np.nan_to_num(column))
+        vals = np.full(T, np.nan)
+        ok = count > 0
+        vals[ok] = total[ok] / count[ok]
+        out[f"metrics.{name}"] = (
+            vals,
+            {"metric": name},
+            f"no gradable rollout reports the metric {name!r}",
         )
     return out
 
@@ -216,14 +327,20 @@ def task_report(
     policy = settings.get("denominator_policy", "judged")
     score_key = settings.get("score_key", "correct")
     T = table.n_problems
-    req_min = int(table.requested.min()) if T else 1
-    ks = [int(k) for k in (settings.get("ks") or M.default_ks(max(req_min, 1)))]
+    ks = report_ks(table, settings)
     taus = tuple(float(t) for t in settings.get("taus", DEFAULT_TAUS))
+    timeout_policy = settings.get("timeout_policy", "failure")
 
     g = table.r_gradable
     n_gradable = table.per_problem(g).astype(np.int64)
+    n_scored = table.per_problem(scored_mask(table, timeout_policy)).astype(np.int64)
     values = per_problem_values(
-        table, ks=ks, taus=taus, denominator_policy=policy, score_key=score_key
+        table,
+        ks=ks,
+        taus=taus,
+        denominator_policy=policy,
+        score_key=score_key,
+        timeout_policy=timeout_policy,
     )
 
     metrics_out: dict[str, Any] = {}
@@ -259,43 +376,48 @@ def task_report(
     ok_status = st == STATUS_CODES["ok"]
     n_requested = int(table.requested.sum())
     n_records = len(st)
-    n_infra = int((st == STATUS_CODES["infra_error"]).sum())
-    n_timeout = int((st == STATUS_CODES["timeout"]).sum())
     n_skipped = int((st == STATUS_CODES["skipped"]).sum())
-    n_ok = int(ok_status.sum())
-    n_grader_err = int((ok_status & table.r_grader_error).sum())
     n_g = int(g.sum())
     dist: dict[str, int] = {}
     for v, cnt in zip(*np.unique(n_gradable, return_counts=True)):
         dist[str(int(v))] = int(cnt)
-    tokens = table.r_output_tokens[ok_status]
-    tokens = tokens[~np.isnan(tokens)]
-    health = {
-        "n_unextracted": _rate(int((g & ~table.r_extracted).sum()), n_g, what="gradable rollouts"),
-        "n_truncated": _rate(
-            int((ok_status & table.r_truncated).sum()), n_ok, what="completed rollouts"
-        ),
-        "n_short": _rate(int((n_gradable < table.requested).sum()), T, what="problems"),
-        "infra_errors": _rate(n_infra + n_timeout, n_requested, what="requested rollouts"),
-        "timeouts": _rate(n_timeout, n_requested, what="requested rollouts"),
-        "grader_errors": _rate(n_grader_err, n_ok, what="completed rollouts"),
-        "skipped": _rate(n_skipped, n_requested, what="requested rollouts"),
-        "missing": _rate(n_requested - n_records, n_requested, what="requested rollouts"),
-        "duplicate_judgements": int(table.n_duplicate_judgements),
-        "unexpected_indices": int(table.n_unexpected),
-        "duplicate_prompts": int(table.n_duplicate_prompts),
-        "torn_lines": dict(sorted(table.torn_lines.items())),
-        "output_tokens_mean": (
-            {"value": float(tokens.mean()), "of": len(tokens)}
-            if len(tokens)
-            else {"value": None, "of": 0, "reason": "no completed rollout reported token usage"}
-        ),
+    hc = health_counts(table)
+    whats = {
+        "unextracted_rate": "graded rollouts",
+        "truncation_rate": "completed rollouts",
+        "infra_error_rate": "requested rollouts",
+        "timeout_rate": "requested rollouts",
+        "grader_error_rate": "completed rollouts",
     }
+    health: dict[str, Any] = {
+        HEALTH_DEFINITIONS[name][0]: _rate(int(num.sum()), int(den.sum()), what=what)
+        for name, what in whats.items()
+        for num, den in (hc[name],)
+    }
+    tok_num, tok_den = hc["output_tokens"]
+    tok = pooled_rate(tok_num, tok_den)
+    health.update(
+        {
+            "n_short": _rate(int((n_scored < table.requested).sum()), T, what="problems"),
+            "skipped": _rate(n_skipped, n_requested, what="requested rollouts"),
+            "missing": _rate(n_requested - n_records, n_requested, what="requested rollouts"),
+            "duplicate_judgements": int(table.n_duplicate_judgements),
+            "unexpected_indices": int(table.n_unexpected),
+            "duplicate_prompts": int(table.n_duplicate_prompts),
+            "torn_lines": dict(sorted(table.torn_lines.items())),
+            "output_tokens_mean": (
+                {"value": tok, "of": int(tok_den.sum())}
+                if tok is not None
+                else {"value": None, "of": 0, "reason": "no completed rollout reported token usage"}
+            ),
+        }
+    )
     rollouts = {
         "requested": n_requested,
         "records": n_records,
-        "completed": n_ok,
+        "completed": int(ok_status.sum()),
         "gradable": n_g,
+        "scored": int(n_scored.sum()),
         "correct": int((g & table.r_correct).sum()),
         "gradable_per_problem": dist,
     }
@@ -304,6 +426,7 @@ def task_report(
         "task": settings.get("name"),
         "grader": settings.get("grader_identity"),
         "denominator_policy": policy,
+        "timeout_policy": timeout_policy,
         "score_key": score_key,
         "ks": ks,
         "taus": list(taus),
@@ -339,11 +462,41 @@ def build_run_report(
     return report, [str(w.message) for w in caught]
 
 
+def _check_settings(settings: dict[str, Any], task: TaskFiles) -> None:
+    """The task.json settings a report reads have the types and ranges they must have."""
+
+    def fail(message: str) -> None:
+        raise DataError(f"{message}; restore the file (or regrade the run)", path=task.task_json)
+
+    n = settings.get("n_rollouts")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        fail(f"n_rollouts must be an integer >= 1, got {n!r:.40}")
+    ks = settings.get("ks")
+    top = n if isinstance(n, int) else None
+    if ks is not None and (
+        not isinstance(ks, list)
+        or not all(
+            isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= (top or k) for k in ks
+        )
+    ):
+        fail(f"ks must be a list of integers from 1 to n_rollouts ({top}), got {ks!r:.60}")
+    for key in ("denominator_policy", "score_key", "name"):
+        if key in settings and not isinstance(settings[key], str):
+            fail(f"{key} must be a string, got {settings[key]!r:.40}")
+    for key in ("inference", "problem_hashes", "grader", "sampling"):
+        if settings.get(key) is not None and not isinstance(settings[key], dict):
+            fail(f"{key} must be a JSON object, got {type(settings[key]).__name__}")
+
+
 def _one_task(task: TaskFiles, inference: InferenceSettings | None) -> dict[str, Any]:
     settings = task.read_task()
+    _check_settings(settings, task)
     settings.setdefault("name", task.name)
     table = load_task_table(task, settings=settings)
-    return task_report(table, settings, inference=inference)
+    try:
+        return task_report(table, settings, inference=inference)
+    except UsageError as exc:  # a setting stored in task.json is wrong
+        raise DataError(f"{exc}; restore the file", path=task.task_json) from None
 
 
 def write_run_report(run: RunDir, report: dict[str, Any]) -> None:

@@ -16,6 +16,12 @@ Layout (``docs/run-format.md`` is the reference)::
 JSONL files are appended one whole line per write. A process killed mid-write can leave a
 *torn* last line (no newline, or not parseable): readers ignore it with a warning; writers
 that reopen the file move it to ``<file>.torn`` first, so nothing is lost.
+
+Reading: :class:`TaskFiles` has one typed reader per stream (:meth:`TaskFiles.read_prompts`,
+:meth:`~TaskFiles.read_rollouts`, :meth:`~TaskFiles.read_judgements`) that validates every
+line against its :mod:`rolleval.records` model and applies the effective-record rules;
+:func:`read_jsonl_columns` is the fast columnar path reports use. Writing goes through
+:class:`rolleval.writer.RunWriter`.
 """
 
 from __future__ import annotations
@@ -25,22 +31,37 @@ import operator
 import os
 import re
 import warnings
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from types import MappingProxyType
+from typing import Any, Generic, TypeVar
 
 import msgspec
 import orjson
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from .errors import DataError, SchemaVersionError, UsageError
-from .records import SCHEMA_VERSION
+from .records import (
+    RUN_FORMAT,
+    SCHEMA_VERSION,
+    JudgementRecord,
+    JudgementSet,
+    Profile,
+    PromptRecord,
+    PromptSet,
+    RolloutRecord,
+    RolloutSet,
+    RunManifest,
+    TaskSettings,
+)
 
 __all__ = [
     "RUN_FORMAT",
     "JsonlAppender",
     "JsonlColumns",
     "JsonlContent",
+    "Records",
     "RunDir",
     "TaskFiles",
     "TornLineWarning",
@@ -49,9 +70,14 @@ __all__ = [
     "read_json",
     "read_jsonl",
     "read_jsonl_columns",
+    "read_model",
+    "read_records",
+    "validate_model",
+    "write_model",
 ]
 
-RUN_FORMAT = "rolleval-run"
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class TornLineWarning(UserWarning):
@@ -86,11 +112,30 @@ def read_json(path: str | os.PathLike[str], *, what: str = "file") -> Any:
     except IsADirectoryError:
         raise DataError(f"{what} expected, found a directory", path=path) from None
     try:
-        return orjson.loads(data)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise DataError(
             f"{what} is not valid JSON ({exc}); restore it or regenerate it", path=path
         ) from None
+    _refuse_duplicate_keys(data, path, what)
+    return value
+
+
+def _refuse_duplicate_keys(data: bytes, path: Path, what: str) -> None:
+    """A JSON object naming a key twice is ambiguous (parsers keep one silently): refuse it
+    (``data`` is known to be valid JSON)."""
+    import json
+
+    def pairs(items: list[tuple[str, Any]]) -> None:
+        seen: set[str] = set()
+        for key, _ in items:
+            if key in seen:
+                raise DataError(
+                    f"{what} names key {key!r} twice in one object; keep one", path=path
+                )
+            seen.add(key)
+
+    json.loads(data, object_pairs_hook=pairs)
 
 
 @dataclass
@@ -260,6 +305,7 @@ def read_jsonl_columns(
         rows = []
         for i, ln in enumerate(body.split(b"\n")):
             if ln.strip():
+                _check_utf8(ln, path, i, fix)
                 rows.append(_decode_line(one, ln, path, i + 1, fix))
                 lines.append(i + 1)
         for col, get in getters:
@@ -273,6 +319,7 @@ def read_jsonl_columns(
         if end < pos:
             end = body.find(b"\n", pos)
         chunk = body[pos:end]
+        _check_utf8(chunk, path, n, fix)
         pos = end + 1
         try:
             rows = many.decode(b"[" + chunk.replace(b"\n", b",") + b"]")
@@ -284,6 +331,22 @@ def read_jsonl_columns(
             col.extend(map(get, rows))
         n += len(rows)
     return JsonlColumns(cols, n, None, torn_line, torn_bytes, validated=True)
+
+
+def _check_utf8(chunk: bytes, path: Path, lines_before: int, fix: str) -> None:
+    """Refuse bytes that are not UTF-8 (msgspec does not check the strings it skips), naming
+    the line; ASCII, the common case, is checked in one fast pass."""
+    if chunk.isascii():
+        return
+    try:
+        chunk.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        number = lines_before + chunk.count(b"\n", 0, exc.start) + 1
+        raise DataError(
+            f"line is not valid UTF-8 (byte {exc.object[exc.start]:#04x}){'; ' + fix if fix else ''}",
+            path=path,
+            line=number,
+        ) from None
 
 
 def _decode_line(
@@ -365,11 +428,134 @@ class JsonlAppender:
         self.close()
 
 
+def _field_error(exc: ValidationError, *, skip: int = 0) -> str:
+    """``'field.sub': message`` of the first error of a pydantic validation error."""
+    err = exc.errors()[0]
+    loc = ".".join(str(x) for x in err["loc"][skip:])
+    msg = err["msg"]
+    if err["type"] == "extra_forbidden":
+        msg = "unknown field (not in the record model; a typo, or a file from another tool)"
+    return f"{loc!r}: {msg}" if loc else msg
+
+
+def read_model(path: str | os.PathLike[str], model: type[M], *, what: str, fix: str = "") -> M:
+    """Read a JSON file and validate it against ``model`` (a :mod:`rolleval.records` model).
+
+    A missing, malformed or invalid file is a :class:`DataError` naming the file and the
+    field; a version this rolleval cannot read is a :class:`SchemaVersionError`.
+    """
+    data = read_json(path, what=what)
+    if not isinstance(data, dict):
+        raise DataError(f"{what} must hold a JSON object", path=path)
+    return validate_model(data, model, path=path, what=what, fix=fix)
+
+
+def validate_model(
+    data: dict[str, Any], model: type[M], *, path: object, what: str, fix: str = ""
+) -> M:
+    """``model.model_validate(data)`` with errors turned into one-line :class:`DataError` s."""
+    try:
+        return model.model_validate(data)
+    except SchemaVersionError as exc:
+        if exc.path is None:
+            raise SchemaVersionError(str(exc), path=path) from None
+        raise
+    except ValidationError as exc:
+        raise DataError(
+            f"{what}: {_field_error(exc)}{'; ' + fix if fix else ''}", path=path
+        ) from None
+
+
+_ADAPTERS: dict[type[BaseModel], TypeAdapter[Any]] = {}
+
+
+def _list_adapter(model: type[BaseModel]) -> TypeAdapter[Any]:
+    adapter = _ADAPTERS.get(model)
+    if adapter is None:
+        adapter = _ADAPTERS[model] = TypeAdapter(list[model])  # type: ignore[valid-type]
+    return adapter
+
+
+@dataclass
+class Records(Generic[M]):
+    """Validated records of a JSONL file: ``items[i]`` came from line ``lines[i]`` (1-based)."""
+
+    items: list[M]
+    lines: list[int]
+    torn_line: int | None = None
+    torn_bytes: int = 0
+
+
+def read_records(
+    path: str | os.PathLike[str],
+    model: type[M],
+    *,
+    what: str = "records",
+    missing_ok: bool = False,
+    fix: str = "",
+    schema_version: int = SCHEMA_VERSION,
+) -> Records[M]:
+    """Read a JSONL file, validating every line against ``model`` (a stream record model).
+
+    Same line rules as :func:`read_jsonl` (torn last line ignored with a warning, blank lines
+    skipped). The lines are validated together, strictly (``"3"`` or ``true`` is not an
+    integer; the columnar reader is as strict), in pydantic's compiled core; a bad line is a
+    :class:`DataError` naming the file, the line and the field, with ``fix`` appended.
+    ``schema_version`` is the run's (the manifest's): older lines are upgraded on the way in.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        if missing_ok:
+            return Records([], [])
+        raise DataError(f"{what} file not found", path=path) from None
+    body, torn_line, torn_bytes = _cut_torn_tail(path, data)
+    del data
+    raw = body.split(b"\n")
+    numbered = [(i + 1, ln) for i, ln in enumerate(raw) if ln.strip()]
+    lines = [n for n, _ in numbered]
+    context = {"schema_version": schema_version}
+    suffix = f"; {fix}" if fix else ""
+    try:
+        items = _list_adapter(model).validate_json(
+            b"[" + b",".join(ln for _, ln in numbered) + b"]", strict=True, context=context
+        )
+    except SchemaVersionError as exc:
+        raise SchemaVersionError(str(exc), path=path) from None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        if err["type"] != "json_invalid" and err["loc"] and isinstance(err["loc"][0], int):
+            number = lines[err["loc"][0]]
+            if err["type"] == "model_type":
+                raise DataError(
+                    "line is not a JSON object; each line must be one record",
+                    path=path,
+                    line=number,
+                ) from None
+            raise DataError(
+                f"{_field_error(exc, skip=1)}{suffix}", path=path, line=number
+            ) from None
+        for number, ln in numbered:
+            try:
+                orjson.loads(ln)
+            except orjson.JSONDecodeError as jexc:
+                raise DataError(
+                    f"line is not valid JSON ({jexc}); fix or delete this line",
+                    path=path,
+                    line=number,
+                ) from None
+        raise DataError(f"{what}: {_field_error(exc)}{suffix}", path=path) from None
+    return Records(items, lines, torn_line, torn_bytes)
+
+
 @dataclass(frozen=True)
 class TaskFiles:
-    """Paths of one task's files inside a run directory."""
+    """One task's files inside a run directory, and their typed readers."""
 
     dir: Path
+    schema_version: int = SCHEMA_VERSION
+    """The run's schema version (from its manifest): lines of older runs are upgraded."""
 
     @property
     def name(self) -> str:
@@ -399,19 +585,66 @@ class TaskFiles:
     def profile(self) -> Path:
         return self.dir / "profile.json"
 
+    def read_settings(self) -> TaskSettings:
+        """``task.json`` as a :class:`~rolleval.records.TaskSettings`."""
+        return read_model(self.task_json, TaskSettings, what="task settings (task.json)")
+
     def read_task(self) -> dict[str, Any]:
-        info = read_json(self.task_json, what="task settings (task.json)")
-        if not isinstance(info, dict):
-            raise DataError("task.json must hold a JSON object", path=self.task_json)
-        return info
+        """``task.json`` as a dict of the keys the file holds, after validating it."""
+        return self.read_settings().model_dump(mode="json", exclude_unset=True)
+
+    def read_profile(self) -> Profile:
+        return read_model(self.profile, Profile, what="task profile (profile.json)")
+
+    def read_prompts(self) -> PromptSet:
+        """Every prompt record, validated, and the one that counts per problem."""
+        recs = read_records(
+            self.prompts,
+            PromptRecord,
+            what="prompt records",
+            schema_version=self.schema_version,
+        )
+        return PromptSet.build(
+            recs.items, lines=recs.lines, path=self.prompts, torn_line=recs.torn_line
+        )
+
+    def read_rollouts(self, *, missing_ok: bool = True) -> RolloutSet:
+        """Every rollout attempt, validated, and the one that counts per rollout."""
+        recs = read_records(
+            self.rollouts,
+            RolloutRecord,
+            what="rollout records",
+            missing_ok=missing_ok,
+            schema_version=self.schema_version,
+        )
+        return RolloutSet.build(recs.items, lines=recs.lines, torn_line=recs.torn_line)
+
+    def read_judgements(self, *, missing_ok: bool = True) -> JudgementSet:
+        """Every judgement, validated, and the one that counts per rollout (the first)."""
+        recs = read_records(
+            self.judgements,
+            JudgementRecord,
+            what="judgement records",
+            missing_ok=missing_ok,
+            fix="regrade the run to rebuild judgements",
+            schema_version=self.schema_version,
+        )
+        return JudgementSet.build(recs.items, torn_line=recs.torn_line)
 
 
 @dataclass
 class RunDir:
-    """A run directory on disk. Create with :meth:`create`, open with :meth:`open`."""
+    """A run directory on disk. Open with :meth:`open`; create with
+    :class:`rolleval.writer.RunWriter` (or :meth:`create` for an empty run)."""
 
     path: Path
-    manifest: dict[str, Any] = field(default_factory=dict)
+    info: RunManifest
+
+    @property
+    def manifest(self) -> Mapping[str, Any]:
+        """The manifest as a read-only mapping of plain values (change the run through
+        :attr:`info` and :class:`rolleval.writer.RunWriter`)."""
+        return MappingProxyType(self.info.model_dump(mode="json"))
 
     @property
     def manifest_path(self) -> Path:
@@ -422,24 +655,19 @@ class RunDir:
         return self.path / "report.json"
 
     @classmethod
-    def create(cls, path: str | os.PathLike[str], manifest: dict[str, Any]) -> RunDir:
-        """Create a new run directory; refuse one that exists and is not empty."""
-        path = Path(path)
-        if path.exists() and (not path.is_dir() or any(path.iterdir())):
-            raise UsageError(
-                f"{path}: run directory exists; pass --resume to continue it, or choose another --out"
-            )
-        path.mkdir(parents=True, exist_ok=True)
-        (path / "tasks").mkdir(exist_ok=True)
-        run = cls(path, dict(manifest))
-        run.manifest.setdefault("format", RUN_FORMAT)
-        run.manifest.setdefault("schema_version", SCHEMA_VERSION)
-        run.write_manifest()
-        return run
+    def create(cls, path: str | os.PathLike[str], manifest: RunManifest | dict[str, Any]) -> RunDir:
+        """Create a new run directory holding only ``manifest`` (atomically, under its lock);
+        refuse one that exists and is not empty. Runs with tasks are made with
+        :class:`rolleval.writer.RunWriter`."""
+        from .writer import RunWriter
+
+        with RunWriter.create(path, manifest) as writer:
+            writer.commit()
+        return writer.run
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> RunDir:
-        """Open an existing run directory, checking its format and schema version."""
+        """Open an existing run directory, checking its manifest, format and schema version."""
         path = Path(path)
         if not path.is_dir():
             raise DataError(
@@ -449,36 +677,28 @@ class RunDir:
         mpath = path / "manifest.json"
         if not mpath.exists():
             raise DataError(
-                "not a run directory (manifest.json missing); pass the --out of a rolleval run "
-                "or import another harness's logs with `rolleval import`",
+                "not a run directory (manifest.json missing); pass the --out of a rolleval run",
                 path=path,
             )
-        manifest = read_json(mpath, what="run manifest")
-        if not isinstance(manifest, dict) or manifest.get("format") != RUN_FORMAT:
+        data = read_json(mpath, what="run manifest")
+        if not isinstance(data, dict) or data.get("format", RUN_FORMAT) != RUN_FORMAT:
             raise DataError(
                 f"not a rolleval run manifest (format must be {RUN_FORMAT!r})", path=mpath
             )
-        version = manifest.get("schema_version")
-        if version != SCHEMA_VERSION:
-            writer = manifest.get("rolleval_version", "unknown")
-            raise SchemaVersionError(
-                f"run schema version {version!r} (written by rolleval {writer}) is not readable "
-                f"by this rolleval, which reads version {SCHEMA_VERSION}; use rolleval {writer}",
-                path=mpath,
-            )
-        return cls(path, manifest)
+        info = validate_model(data, RunManifest, path=mpath, what="run manifest")
+        return cls(path, info)
 
     def write_manifest(self) -> None:
-        atomic_write_json(self.manifest_path, self.manifest)
+        """Replace ``manifest.json`` atomically with :attr:`info`."""
+        write_model(self.manifest_path, self.info)
 
     def task(self, name: str) -> TaskFiles:
-        return TaskFiles(self.path / "tasks" / name)
+        return TaskFiles(self.path / "tasks" / name, self.info.schema_version)
 
     def task_names(self) -> list[str]:
         """Tasks of the run, in manifest order (falls back to the directories present)."""
-        names = self.manifest.get("tasks")
-        if names:
-            return [t if isinstance(t, str) else t["name"] for t in names]
+        if self.info.tasks:
+            return list(self.info.tasks)
         tdir = self.path / "tasks"
         return sorted(p.name for p in tdir.iterdir() if p.is_dir()) if tdir.is_dir() else []
 
@@ -491,6 +711,11 @@ class RunDir:
         if name not in names:
             raise UsageError(f"{self.path}: run has no task {name!r} (tasks: {', '.join(names)})")
         return self.task(name)
+
+
+def write_model(path: str | os.PathLike[str], value: BaseModel) -> None:
+    """Atomically write a run-file model as indented, key-sorted JSON (``None`` left out)."""
+    atomic_write_json(path, value.model_dump(mode="json", exclude_none=True))
 
 
 @contextlib.contextmanager

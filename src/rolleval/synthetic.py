@@ -1,6 +1,7 @@
 """Synthetic run directories: realistic records with known ground truth, no model needed.
 
-Used by the test suite, the benchmarks and ``rolleval example``. Each problem ``i`` has a true
+Used by the test suite, the benchmarks and ``rolleval example``. Every record is written
+through the record models and :class:`rolleval.writer.RunWriter`, like a real run's. Each problem ``i`` has a true
 success rate ``p_i ~ Beta(a, b)``; rollouts succeed independently with that rate; failures
 are injected at the given rates. The answers are small integers so that the math grader can
 regrade them: a correct rollout answers ``\\boxed{<gold>}``, a wrong one a wrong number, an
@@ -13,15 +14,25 @@ import os
 from typing import Any
 
 import numpy as np
-import orjson
 
 from ._version import __version__
-from .records import content_hash
-from .store import RunDir, atomic_write_json
+from .records import (
+    JudgementRecord,
+    PromptRecord,
+    RolloutRecord,
+    RunManifest,
+    RunSummary,
+    TaskSettings,
+    Usage,
+)
+from .store import RunDir
+from .writer import RunWriter
 
 __all__ = ["true_rates", "write_synthetic_run"]
 
 _GRADER_SPEC = {"type": "math", "extractors": ["boxed", "answer_line", "last_number"]}
+_GRADER_IDENTITY = "math@synthetic"
+_CHUNK = 1 << 14
 
 
 def write_synthetic_run(
@@ -58,36 +69,33 @@ def write_synthetic_run(
     if true_rates is not None:
         p = np.asarray(true_rates, float)
     p = np.clip(p + shift, 0.0, 1.0)
-    run = RunDir.create(
-        path,
-        {
-            "run_id": f"synthetic-{seed}",
-            "rolleval_version": __version__,
-            "status": "completed",
-            "config": {"model": "synthetic", "n_rollouts": n_rollouts, "seed": seed},
-            "tasks": [task],
-            "provenance": {"source": "rolleval.synthetic"},
-        },
+    manifest = RunManifest(
+        run_id=f"synthetic-{seed}",
+        rolleval_version=__version__,
+        status="completed",
+        config=RunSummary(model="synthetic", n_rollouts=n_rollouts, seed=seed),
+        provenance={"source": "rolleval.synthetic"},
     )
-    tf = run.task(task)
-    tf.dir.mkdir(parents=True)
     ids = [f"{task}/{i:06d}" for i in range(n_problems)]
-    prompts: list[bytes] = []
-    hashes: dict[str, str] = {}
-    for i, pid in enumerate(ids):
-        prompt = [{"role": "user", "content": f"Synthetic problem {i}: what is the answer?"}]
-        h = content_hash(prompt, golds[i])
-        hashes[pid] = h
-        rec: dict[str, Any] = {
-            "problem_id": pid,
-            "prompt": prompt,
-            "reference": golds[i],
-            "content_hash": h,
-        }
-        if clusters:
-            rec["cluster"] = f"c{i % clusters}"
-        prompts.append(orjson.dumps(rec) + b"\n")
-    tf.prompts.write_bytes(b"".join(prompts))
+    prompts = [
+        PromptRecord.build(
+            pid,
+            [{"role": "user", "content": f"Synthetic problem {i}: what is the answer?"}],
+            golds[i],
+            cluster=f"c{i % clusters}" if clusters else None,
+        )
+        for i, pid in enumerate(ids)
+    ]
+    settings = TaskSettings(
+        name=task,
+        n_rollouts=n_rollouts,
+        grader=_GRADER_SPEC,
+        grader_identity=_GRADER_IDENTITY,
+        denominator_policy="judged",
+        score_key="correct",
+        problem_hashes={p.problem_id: p.content_hash for p in prompts},
+        source={"generator": "rolleval.synthetic", "seed": seed},
+    )
 
     T, K = n_problems, n_rollouts
     rng = np.random.default_rng(seed if outcome_seed is None else [seed, outcome_seed])
@@ -99,105 +107,105 @@ def write_synthetic_run(
     trunc = rng.random((T, K)) < p_truncated
     wrong_pick = rng.integers(0, 3, size=(T, K))  # wrong answers vote among 3 values
     tokens = rng.integers(20, 400, size=(T, K))
-    roll_lines: list[bytes] = []
-    judge_lines: list[bytes] = []
-    grader_identity = "math@synthetic"
-    for i, pid in enumerate(ids):
-        gold = int(golds[i])
-        clusters_seen: dict[str, int] = {}
-        for j in range(K):
-            if infra[i, j]:
-                roll_lines.append(
-                    orjson.dumps(
-                        {
-                            "problem_id": pid,
-                            "index": j,
-                            "status": "infra_error",
-                            "error": "HTTP 503 after 5 retries",
-                        }
+    writer = RunWriter.create(path, manifest, command="example")
+    tw = writer.add_task(settings, prompts)
+    rollouts: list[RolloutRecord] = []
+    verdicts: list[JudgementRecord] = []
+    first: list[JudgementRecord] = []  # the judgements repeated as duplicates
+
+    def flush() -> None:
+        tw.add_rollouts(rollouts)
+        if judgements:
+            tw.add_judgements(verdicts)
+        if len(first) < duplicates:
+            first.extend(verdicts[: duplicates - len(first)])
+        rollouts.clear()
+        verdicts.clear()
+
+    try:
+        for i, pid in enumerate(ids):
+            if len(rollouts) >= _CHUNK:
+                flush()  # written a chunk at a time: memory stays flat for million-rollout runs
+            gold = int(golds[i])
+            clusters_seen: dict[str, int] = {}
+            for j in range(K):
+                if infra[i, j]:
+                    rollouts.append(
+                        RolloutRecord(
+                            problem_id=pid,
+                            index=j,
+                            status="infra_error",
+                            error="HTTP 503 after 5 retries",
+                        )
                     )
-                    + b"\n"
-                )
-                judge_lines.append(
-                    orjson.dumps(
-                        {
-                            "problem_id": pid,
-                            "index": j,
-                            "status": "infra_error",
-                            "grader": grader_identity,
-                        }
+                    verdicts.append(
+                        JudgementRecord(
+                            problem_id=pid, index=j, status="infra_error", grader=_GRADER_IDENTITY
+                        )
                     )
-                    + b"\n"
+                    continue
+                if correct[i, j]:
+                    ans: str | None = str(gold)
+                elif unext[i, j]:
+                    ans = None
+                else:
+                    ans = str(gold + 1 + int(wrong_pick[i, j]))
+                text = (
+                    f"Reasoning... so the answer is \\boxed{{{ans}}}."
+                    if ans is not None
+                    else "I am not sure."
                 )
-                continue
-            if correct[i, j]:
-                ans: str | None = str(gold)
-            elif unext[i, j]:
-                ans = None
-            else:
-                ans = str(gold + 1 + int(wrong_pick[i, j]))
-            text = (
-                f"Reasoning... so the answer is \\boxed{{{ans}}}."
-                if ans is not None
-                else "I am not sure."
-            )
-            finish = "length" if trunc[i, j] else "stop"
-            roll_lines.append(
-                orjson.dumps(
-                    {
-                        "problem_id": pid,
-                        "index": j,
-                        "status": "ok",
-                        "text": text,
-                        "finish_reason": finish,
-                        "usage": {"prompt_tokens": 30, "completion_tokens": int(tokens[i, j])},
-                        "latency_s": float(tokens[i, j]) / 100.0,
-                        "seed": seed * 1_000_003 + i * 1009 + j,
-                    }
+                finish = "length" if trunc[i, j] else "stop"
+                n_tokens = int(tokens[i, j])
+                rollouts.append(
+                    RolloutRecord(
+                        problem_id=pid,
+                        index=j,
+                        status="ok",
+                        text=text,
+                        finish_reason=finish,
+                        usage=Usage(prompt_tokens=30, completion_tokens=n_tokens),
+                        latency_s=n_tokens / 100.0,
+                        seed=seed * 1_000_003 + i * 1009 + j,
+                    )
                 )
-                + b"\n"
+                verdict: dict[str, Any] = {}
+                if gerr[i, j]:
+                    verdict["grader_error"] = "timeout after 30s"
+                else:
+                    if ans is not None:
+                        verdict["extracted"] = ans
+                        verdict["cluster"] = clusters_seen.setdefault(ans, j)
+                    verdict["correct"] = bool(correct[i, j])
+                verdicts.append(
+                    JudgementRecord(
+                        problem_id=pid,
+                        index=j,
+                        status="ok",
+                        finish_reason=finish,
+                        output_tokens=n_tokens,
+                        grader=_GRADER_IDENTITY,
+                        **verdict,
+                    )
+                )
+    except BaseException:
+        writer.close()  # nothing is left behind: the partial directory is removed
+        raise
+    flush()
+    # duplicates: repeat the first `duplicates` judgements with flipped verdicts (must be ignored)
+    with writer:
+        if judgements and first:
+            tw.add_judgements(
+                [
+                    v.model_copy(update={"correct": not v.correct}) if v.correct is not None else v
+                    for v in first
+                ]
             )
-            jrec: dict[str, Any] = {
-                "problem_id": pid,
-                "index": j,
-                "status": "ok",
-                "finish_reason": finish,
-                "output_tokens": int(tokens[i, j]),
-                "grader": grader_identity,
-            }
-            if gerr[i, j]:
-                jrec["grader_error"] = "timeout after 30s"
-            else:
-                if ans is not None:
-                    jrec["extracted"] = ans
-                    jrec["cluster"] = clusters_seen.setdefault(ans, j)
-                jrec["correct"] = bool(correct[i, j])
-            judge_lines.append(orjson.dumps(jrec) + b"\n")
-    # duplicates: repeat the first `duplicates` judgement lines (with flipped verdicts: must be ignored)
-    for line in judge_lines[:duplicates]:
-        rec = orjson.loads(line)
-        if "correct" in rec:
-            rec["correct"] = not rec["correct"]
-        judge_lines.append(orjson.dumps(rec) + b"\n")
-    tf.rollouts.write_bytes(b"".join(roll_lines))
-    if judgements:
-        data = b"".join(judge_lines)
-        if torn_tail:
-            data += b'{"problem_id": "' + ids[0].encode() + b'", "index": 0, "sta'
-        tf.judgements.write_bytes(data)
-    atomic_write_json(
-        tf.task_json,
-        {
-            "name": task,
-            "n_rollouts": n_rollouts,
-            "grader": _GRADER_SPEC,
-            "grader_identity": grader_identity,
-            "denominator_policy": "judged",
-            "score_key": "correct",
-            "problem_hashes": hashes,
-            "source": {"generator": "rolleval.synthetic", "seed": seed},
-        },
-    )
+        run = writer.finish()
+    if judgements and torn_tail:
+        # a fault on purpose: the torn last line a process killed mid-write leaves behind
+        with open(run.task(task).judgements, "ab") as fh:
+            fh.write(b'{"problem_id": "' + ids[0].encode() + b'", "index": 0, "sta')
     return run
 
 

@@ -26,9 +26,19 @@ import numpy as np
 
 from .errors import DataError, UsageError
 from .records import ROLLOUT_STATUSES
-from .store import JsonlColumns, TaskFiles, read_jsonl, read_jsonl_columns
+from .store import JsonlColumns, TaskFiles, read_jsonl_columns
 
-__all__ = ["STATUS_CODES", "TaskTable", "build_task_table", "load_task_table"]
+__all__ = [
+    "STATUS_CODES",
+    "UNREAD_JUDGEMENT_FIELDS",
+    "UNREAD_PROMPT_FIELDS",
+    "JudgementRow",
+    "PromptRow",
+    "ScoredJudgementRow",
+    "TaskTable",
+    "build_task_table",
+    "load_task_table",
+]
 
 STATUS_CODES = {s: i for i, s in enumerate(ROLLOUT_STATUSES)}
 _OK, _TIMEOUT, _INFRA, _SKIPPED = (
@@ -56,6 +66,8 @@ class TaskTable:
     r_grader_error: np.ndarray  # bool
     r_output_tokens: np.ndarray  # float64, NaN = not reported
     r_score: np.ndarray  # float64 score in [0, 1] (NaN = none)
+    # float64 per named judgement metric (``metrics.<name>``), NaN where a rollout lacks it
+    r_metrics: dict[str, np.ndarray] = field(default_factory=dict)
     # --- file-level counts ---
     n_duplicate_judgements: int = 0
     n_unexpected: int = 0
@@ -152,8 +164,23 @@ _COLUMN_TYPES: list[tuple[str, tuple[type, ...], bool]] = [
 ]
 
 
+class PromptRow(msgspec.Struct, gc=False):
+    """The fields of a prompt record that reports read (the prompt text is skipped unread)."""
+
+    problem_id: str
+    content_hash: str | None = None
+    cluster: str | None = None
+
+
+#: Fields of the record models the columnar rows deliberately do not read. A field added to
+#: :class:`~rolleval.records.JudgementRecord` or :class:`~rolleval.records.PromptRecord` must
+#: be added to a row above or listed here (``tests/test_record_contract.py`` checks it).
+UNREAD_JUDGEMENT_FIELDS = frozenset({"grader", "judge_raw"})
+UNREAD_PROMPT_FIELDS = frozenset({"prompt", "reference", "reference_kind", "extras"})
+
+
 def build_task_table(
-    prompts: list[dict[str, Any]],
+    prompts: list[dict[str, Any]] | JsonlColumns,
     judgements: list[dict[str, Any]] | JsonlColumns,
     *,
     requested: int | None,
@@ -167,8 +194,17 @@ def build_task_table(
     ``requested`` is the number of rollouts asked per problem; ``None`` (imported runs with no
     declared ``n``) takes, per problem, one more than the largest index present.
     """
+    if isinstance(prompts, JsonlColumns):
+        pc = prompts.columns
+        p_ids, p_hashes, p_clusters = pc["problem_id"], pc["content_hash"], pc["cluster"]
+        if prompt_lines is None:
+            prompt_lines = [prompts.line_of(i) for i in range(prompts.n)]
+    else:
+        p_ids = [r.get("problem_id") for r in prompts]
+        p_hashes = [r.get("content_hash") for r in prompts]
+        p_clusters = [r.get("cluster") for r in prompts]
     if prompt_lines is None:
-        prompt_lines = list(range(1, len(prompts) + 1))
+        prompt_lines = list(range(1, len(p_ids) + 1))
     _check_score_key(score_key)
     fields = JUDGEMENT_FIELDS
     if not isinstance(judgements, JsonlColumns):
@@ -180,26 +216,24 @@ def build_task_table(
     nJ = judgements.n
 
     # --- problems, canonical order ---
-    seen: dict[str, dict[str, Any]] = {}
+    seen: dict[str, int] = {}  # problem id -> position of its first prompt record
     n_dup_prompts = 0
-    for rec, ln in zip(prompts, prompt_lines):
-        pid = rec.get("problem_id")
+    for i, pid in enumerate(p_ids):
         if not isinstance(pid, str) or not pid:
-            raise _bad(prompts_path, ln, "prompt record has no 'problem_id' string")
-        if pid in seen:
-            if seen[pid].get("content_hash") != rec.get("content_hash"):
+            raise _bad(prompts_path, prompt_lines[i], "prompt record has no 'problem_id' string")
+        first = seen.setdefault(pid, i)
+        if first != i:
+            if p_hashes[first] != p_hashes[i]:
                 raise _bad(
                     prompts_path,
-                    ln,
+                    prompt_lines[i],
                     f"problem {pid!r} appears twice with different content; remove one of the records",
                 )
             n_dup_prompts += 1
-            continue
-        seen[pid] = rec
     problem_ids = sorted(seen)
     pos_of = {pid: i for i, pid in enumerate(problem_ids)}
-    clusters = [seen[p].get("cluster") for p in problem_ids]
-    hashes = [seen[p].get("content_hash") for p in problem_ids]
+    clusters = [p_clusters[seen[p]] for p in problem_ids]
+    hashes = [p_hashes[seen[p]] for p in problem_ids]
     T = len(problem_ids)
 
     # --- judgement columns: validate types (unless the decoder did), then convert ---
@@ -300,6 +334,8 @@ def build_task_table(
                 f"score_key is {score_key!r} but this gradable judgement has no value for it",
             )
 
+    r_metrics = _metric_columns(C.get("metrics"), rows, judgements_path, line_of)
+
     return TaskTable(
         problem_ids=problem_ids,
         clusters=clusters,
@@ -316,10 +352,40 @@ def build_task_table(
         r_grader_error=grader_error,
         r_output_tokens=tokens_all[rows],
         r_score=score,
+        r_metrics=r_metrics,
         n_duplicate_judgements=int(n_dup),
         n_unexpected=n_unexpected,
         n_duplicate_prompts=n_dup_prompts,
     )
+
+
+def _metric_columns(
+    raw: list[Any] | None, rows: np.ndarray, path: Any, line_of: Any
+) -> dict[str, np.ndarray]:
+    """One float column per metric name found in the effective judgements' ``metrics``."""
+    if raw is None or raw.count(None) == len(raw):  # C-speed fast path: no metrics at all
+        return {}
+    kept = [raw[int(i)] for i in rows]
+    names: set[str] = set()
+    for i, m in zip(rows, kept):
+        if m is None:
+            continue
+        if not isinstance(m, dict) or not all(
+            isinstance(k, str) and type(v) in (int, float) for k, v in m.items()
+        ):
+            raise _bad(
+                path,
+                line_of(int(i)),
+                f"'metrics' must map names to numbers, got {m!r}; regrade the run to rebuild judgements",
+            )
+        names.update(m)
+    columns = {}
+    for name in sorted(names):
+        columns[name] = np.array(
+            [np.nan if m is None or name not in m else float(m[name]) for m in kept],
+            dtype=np.float64,
+        )
+    return columns
 
 
 def _check_score_key(score_key: str) -> None:
@@ -334,20 +400,21 @@ def load_task_table(task: TaskFiles, *, settings: dict[str, Any] | None = None) 
     """Read a task's prompts and judgements from disk into a :class:`TaskTable`."""
     settings = task.read_task() if settings is None else settings
     score_key = settings.get("score_key", "correct")
-    prompts = read_jsonl(task.prompts, what="prompt records")
+    prompts = read_jsonl_columns(
+        task.prompts, PromptRow, what="prompt records", fix="prompt records need these fields"
+    )
     judgements = read_jsonl_columns(
         task.judgements,
-        JudgementRow if score_key == "correct" else ScoredJudgementRow,
+        ScoredJudgementRow,  # metrics are always read: reports show every one
         what="judgement records",
         missing_ok=True,
         fix="regrade the run to rebuild judgements",
     )
     table = build_task_table(
-        prompts.records,
+        prompts,
         judgements,
         requested=settings.get("n_rollouts"),
         prompts_path=task.prompts,
-        prompt_lines=prompts.lines,
         judgements_path=task.judgements,
         score_key=score_key,
     )

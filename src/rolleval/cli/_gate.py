@@ -3,8 +3,8 @@ from __future__ import annotations
 import os
 
 import click
-import orjson
 
+from ..sanitize import terminal_safe
 from ..store import atomic_write_json
 from ._app import cli
 
@@ -26,9 +26,33 @@ from ._app import cli
 @click.option("--n-resamples", type=click.IntRange(min=1), default=10_000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option(
+    "--power",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=0.8,
+    show_default=True,
+    help="Power of the minimum detectable effect; a pass by equivalence needs MDE <= threshold.",
+)
+@click.option(
+    "--confidence-level",
+    type=click.FloatRange(0, 1, min_open=True, max_open=True),
+    default=None,
+    help="Of the intervals [1 - the policy's alpha].",
+)
+@click.option(
     "--unmatched", type=click.Choice(["error", "exclude"]), default="error", show_default=True
 )
 @click.option("--observe", is_flag=True, help="Report but exit 0 (input errors still exit 2).")
+@click.option(
+    "--task",
+    "tasks",
+    multiple=True,
+    help="Gate only this task (repeatable; overrides the policy's tasks).",
+)
+@click.option(
+    "--allow-incomplete",
+    is_flag=True,
+    help="Gate an unfinished run (otherwise exit 4: resume it first); the result carries the missing counts.",
+)
 @click.option(
     "--output",
     type=click.Path(dir_okay=False, path_type=str),
@@ -41,13 +65,18 @@ def gate_cmd(
     policy: str | None,
     n_resamples: int,
     seed: int,
+    power: float,
+    confidence_level: float | None,
     unmatched: str,
     observe: bool,
+    tasks: tuple[str, ...],
+    allow_incomplete: bool,
     output: str | None,
 ) -> int:
     """Gate RUN against a baseline: exit 1 if a regression is established or a limit broken,
-    3 if a gating metric is inconclusive, 0 otherwise. Prints a Markdown summary (also appended
-    to $GITHUB_STEP_SUMMARY when set)."""
+    3 if a gating metric is inconclusive or a baseline task is missing from RUN, 4 if the run
+    failed (incomplete, or infra errors over the limit), 0 otherwise. Prints a Markdown summary
+    (also appended to $GITHUB_STEP_SUMMARY when set)."""
     from ..compare import gate_run, load_policy
 
     res = gate_run(
@@ -55,12 +84,16 @@ def gate_cmd(
         baseline,
         policy=load_policy(policy),
         n_resamples=n_resamples,
-        seed=seed,
+        rng=seed,
+        power=power,
+        confidence_level=confidence_level,
         unmatched=unmatched,
         observe=observe,
-    )  # type: ignore[arg-type]
+        allow_incomplete=allow_incomplete,
+        tasks=list(tasks) or None,
+    )
     md = res.markdown()
-    click.echo(md)
+    click.echo(terminal_safe(md))
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         with open(summary, "a", encoding="utf-8") as fh:
@@ -89,68 +122,4 @@ def baseline_save_cmd(run: str, out: str, force: bool) -> int:
         f"{name}: {len(task['ids'])} problems" for name, task in doc["tasks"].items()
     )
     click.echo(f"baseline written to {out} ({counts})")
-    return 0
-
-
-@cli.command("plan")
-@click.argument("pilot", type=click.Path(path_type=str))
-@click.option(
-    "--candidate",
-    type=click.Path(path_type=str),
-    default=None,
-    help="A second run, to estimate the paired variance.",
-)
-@click.option(
-    "--effect", type=click.FloatRange(min=0, min_open=True), default=0.02, show_default=True
-)
-@click.option(
-    "--power",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.8,
-    show_default=True,
-)
-@click.option(
-    "--alpha",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.05,
-    show_default=True,
-)
-@click.option("--task", "tasks", multiple=True)
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
-def plan_cmd(
-    pilot: str,
-    candidate: str | None,
-    effect: float,
-    power: float,
-    alpha: float,
-    tasks: tuple[str, ...],
-    fmt: str,
-) -> int:
-    """How many problems and rollouts per problem detect EFFECT on pass@1 (Miller 2024)."""
-    from ..compare import plan_runs
-
-    res = plan_runs(
-        pilot, candidate, effect=effect, alpha=alpha, power=power, tasks=list(tasks) or None
-    )
-    if fmt == "json":
-        click.echo(orjson.dumps(res, option=orjson.OPT_INDENT_2).decode())
-        return 0
-    click.echo(
-        f"rolleval plan: detect a pass@1 change of {effect} with power {power} at alpha {alpha} (two-sided, paired)"
-    )
-    for name, e in res["tasks"].items():
-        click.echo(f"\ntask {name}: {e['problems']} problems in the pilot; {e['assumption']}")
-        if e["status"] != "ok":
-            click.echo(f"  N/A: {e['reason']}")
-            continue
-        click.echo(f"  minimum detectable effect of the current design: {e['mde_current']:.4f}")
-        click.echo(
-            f"  problems needed at the current rollouts per problem: {e['required_problems']}"
-        )
-        r = e["required_rollouts_at_current_problems"]
-        click.echo(
-            f"  rollouts per problem needed at {e['problems']} problems: {'unreachable by rollouts alone (between-problem variance)' if r is None else r}"
-        )
     return 0

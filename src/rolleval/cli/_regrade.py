@@ -5,7 +5,9 @@ import time
 import click
 
 from ..api import regrade_run, report_run
+from ..sanitize import redact, terminal_safe
 from ._app import cli
+from ._unsafe import UNSAFE_EXEC_HELP, unsafe_exec_scope
 
 
 @cli.command("regrade")
@@ -17,7 +19,12 @@ from ._app import cli
     default=None,
     help="Grading processes (0 = in this process).",
 )
-def regrade_cmd(run: str, task: str | None, workers: int | None) -> int:
+@click.option(
+    "--unsafe-exec",
+    is_flag=True,
+    help=UNSAFE_EXEC_HELP,
+)
+def regrade_cmd(run: str, task: str | None, workers: int | None, unsafe_exec: bool) -> int:
     """Re-judge RUN's stored rollouts with each task's current grader, then refresh the report.
 
     No model calls. The previous judgements are kept as judgements.prev.jsonl.
@@ -30,9 +37,10 @@ def regrade_cmd(run: str, task: str | None, workers: int | None) -> int:
             last[0] = now
             click.echo(f"regrading {name}: {done}/{total} problems", err=True)
 
-    res = regrade_run(run, task=task, workers=workers, on_progress=progress)
+    with unsafe_exec_scope(unsafe_exec):
+        res = regrade_run(run, task=task, workers=workers, on_progress=progress)
     for w in res.warnings:
-        click.echo(f"rolleval: warning: {w}", err=True)
+        click.echo(terminal_safe(redact(f"rolleval: warning: {w}"), one_line=True), err=True)
     for name, counts in res.tasks.items():
         click.echo(
             f"{name}: {counts['judged']} of {counts['rollouts']} rollouts judged, {counts['changed']} verdicts changed"

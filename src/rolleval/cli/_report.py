@@ -5,6 +5,7 @@ import orjson
 
 from ..api import report_run
 from ..render import render_run_report
+from ..sanitize import redact, terminal_safe
 from ._app import cli, inference_options
 
 
@@ -43,13 +44,13 @@ def report_cmd(
         write=not no_write,
     )
     for w in res.warnings:
-        click.echo(f"rolleval: warning: {w}", err=True)
+        click.echo(terminal_safe(redact(f"rolleval: warning: {w}"), one_line=True), err=True)
     if fmt == "json":
         click.echo(
             orjson.dumps(res.report, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
         )
     else:
-        click.echo(render_run_report(res.report))
+        click.echo(terminal_safe(render_run_report(res.report)))
         if res.path is not None:
             click.echo(f"\nreport written to {res.path}")
     if html_path:

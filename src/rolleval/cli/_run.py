@@ -3,23 +3,13 @@ from __future__ import annotations
 from typing import Any
 
 import click
-import yaml
 
-from ..config import build_config, load_config_file
-from ..errors import UsageError
+from ..config import config_from_flags
 from ..render import render_run_report
 from ..runner import run_eval
+from ..sanitize import redact, terminal_safe
 from ._app import cli
-
-
-def _parse_kv(pairs: tuple[str, ...], flag: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for pair in pairs:
-        if "=" not in pair:
-            raise UsageError(f"{flag} takes KEY=VALUE, got {pair!r}")
-        key, value = pair.split("=", 1)
-        out[key.strip()] = yaml.safe_load(value)
-    return out
+from ._unsafe import UNSAFE_EXEC_HELP, unsafe_exec_scope
 
 
 @cli.command("run")
@@ -110,65 +100,34 @@ def _parse_kv(pairs: tuple[str, ...], flag: str) -> dict[str, Any]:
     help="One request per problem with n = its pending rollouts (servers that honour n only).",
 )
 @click.option("--no-progress", is_flag=True, help="Do not print progress.")
+@click.option(
+    "--unsafe-exec",
+    is_flag=True,
+    help=UNSAFE_EXEC_HELP,
+)
 def run_cmd(
-    config_path: str | None, out: str, resume: bool, no_progress: bool, **flags: Any
+    config_path: str | None,
+    out: str,
+    resume: bool,
+    no_progress: bool,
+    unsafe_exec: bool,
+    **flags: Any,
 ) -> int:
     """Run n rollouts per problem against an OpenAI-compatible endpoint, grade and report.
 
     Exit 0 when the run completed, 4 when every rollout failed, 2 on bad input, 130 when
     interrupted (the run directory is then resumable with --resume).
     """
-    data: dict[str, Any] = load_config_file(config_path) if config_path else {}
-    sampling = dict(data.get("sampling") or {})
-    for key in ("temperature", "top_p", "max_tokens"):
-        if flags.get(key) is not None:
-            sampling[key] = flags[key]
-    if flags["stop"]:
-        sampling["stop"] = list(flags["stop"])
-    if sampling:
-        data["sampling"] = sampling
-    simple = {
-        "model": "model",
-        "n": "n",
-        "limit": "limit",
-        "seed": "seed",
-        "api": "api",
-        "api_key_env": "api_key_env",
-        "concurrency": "concurrency",
-        "timeout_s": "timeout_s",
-        "denominator_policy": "denominator_policy",
-    }
-    for flag, key in simple.items():
-        if flags.get(flag) is not None:
-            data[key] = flags[flag]
-    if flags.get("server_n"):
-        data["server_n"] = True
-    if flags["endpoints"]:
-        data["endpoints"] = list(flags["endpoints"])
-    if flags["tasks"]:
-        data["tasks"] = list(flags["tasks"])
-    if flags["ks"]:
-        data["ks"] = list(flags["ks"])
-    if flags["server_options"]:
-        data["server_options"] = {
-            **(data.get("server_options") or {}),
-            **_parse_kv(flags["server_options"], "--server-option"),
-        }
-    if "model" not in data:
-        raise UsageError("no model: pass --model NAME (or --model local), or set model in --config")
-    if not data.get("tasks"):
-        raise UsageError(
-            "no task: pass --task NAME (repeatable; `rolleval tasks` lists them), or set tasks in --config"
+    config = config_from_flags(config_path, flags)
+    with unsafe_exec_scope(unsafe_exec):
+        outcome = run_eval(
+            config,
+            out,
+            resume=resume,
+            progress=not no_progress,
+            on_event=lambda m: click.echo(terminal_safe(redact(m), one_line=True), err=True),
         )
-    config = build_config(data, source=config_path or "flags")
-    outcome = run_eval(
-        config,
-        out,
-        resume=resume,
-        progress=not no_progress,
-        on_event=lambda m: click.echo(m, err=True),
-    )
-    click.echo(render_run_report(outcome.report))
+    click.echo(terminal_safe(render_run_report(outcome.report)))
     click.echo(
         f"\n{outcome.completed} rollouts completed, {outcome.failed} failed, in {outcome.seconds:.1f}s; "
         f"run directory {outcome.path} (report.json inside)"

@@ -1,10 +1,36 @@
 from __future__ import annotations
 
+import os
+
 import click
 import orjson
 
 from ..api import show_records
+from ..sanitize import check_api_key, redact, redact_value, register_secret, terminal_safe
+from ..store import RunDir
 from ._app import cli
+
+
+def _line(text: str) -> None:
+    """One line of untrusted text, inert on a terminal, secrets redacted."""
+    click.echo(terminal_safe(redact(text), one_line=True))
+
+
+def _block(text: str) -> None:
+    """Untrusted multi-line text (model output, prompts): newlines and tabs kept."""
+    click.echo(terminal_safe(redact(text)))
+
+
+def _register_run_key(rd: RunDir) -> None:
+    """Redact the run's API key too, should a record hold it (defence in depth)."""
+    throughput = rd.manifest.get("throughput")
+    name = throughput.get("api_key_env") if isinstance(throughput, dict) else None
+    value = os.environ.get(name) if isinstance(name, str) and name else None
+    if value:
+        try:
+            register_secret(check_api_key(value, name))
+        except Exception:
+            register_secret(value)
 
 
 def _prompt_text(prompt: object) -> str:
@@ -13,6 +39,28 @@ def _prompt_text(prompt: object) -> str:
             f"[{m.get('role')}] {m.get('content')}" for m in prompt if isinstance(m, dict)
         )
     return str(prompt)
+
+
+def _short(value: object, width: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _details(rollout: dict[str, object]) -> str:
+    """``, em=1 f1=0.67`` for judgement metrics; the code grader's failure kind."""
+    parts = []
+    metrics = rollout.get("metrics") or {}
+    if isinstance(metrics, dict) and metrics:
+        parts.append(" ".join(f"{k}={v:g}" for k, v in sorted(metrics.items())))
+    raw = rollout.get("judge_raw")
+    if isinstance(raw, str):
+        try:
+            summary = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            summary = None
+        if isinstance(summary, dict) and summary.get("failure"):
+            parts.append(f"failure={summary['failure']}")
+    return "".join(f", {p}" for p in parts)
 
 
 @cli.command("show")
@@ -42,18 +90,21 @@ def show_cmd(
     fmt: str,
     limit: int | None,
 ) -> int:
-    """Read RUN's records: prompt, reference, and each rollout's text and verdict."""
-    items = show_records(
-        run, task=task, problem=problem, failures=failures, unextracted=unextracted
-    )
+    """Read RUN's records: prompt, reference, and each rollout's text and verdict.
+
+    Text output shows control characters (escape sequences, BEL, NUL, bidi overrides) as
+    visible escapes; ``--format jsonl`` prints the records exactly (JSON-escaped)."""
+    rd = RunDir.open(run)
+    _register_run_key(rd)
+    items = show_records(rd, task=task, problem=problem, failures=failures, unextracted=unextracted)
     if limit is not None:
         items = items[:limit]
     for item in items:
         if fmt == "jsonl":
-            click.echo(orjson.dumps(item).decode())
+            click.echo(orjson.dumps(redact_value(item)).decode())
             continue
-        click.echo(f"=== {item['task']} / {item['problem_id']}  reference: {item['reference']!r}")
-        click.echo(_prompt_text(item["prompt"]))
+        _line(f"=== {item['task']} / {item['problem_id']}  reference: {item['reference']!r}")
+        _block(_prompt_text(item["prompt"]))
         for r in item["rollouts"]:
             if r["status"] != "ok":
                 verdict = f"{r['status']}: {r.get('error') or ''}"
@@ -64,10 +115,11 @@ def show_cmd(
             else:
                 verdict = (
                     "correct" if r["correct"] else "wrong"
-                ) + f", extracted {r['extracted']!r}"
-            click.echo(f"--- rollout {r['index']} [{verdict}] finish={r.get('finish_reason')}")
+                ) + f", extracted {_short(r['extracted'])}"
+                verdict += _details(r)
+            _line(f"--- rollout {r['index']} [{verdict}] finish={r.get('finish_reason')}")
             if r.get("text") is not None:
-                click.echo(r["text"])
+                _block(str(r["text"]))
     if not items:
         click.echo("no matching records")
     return 0

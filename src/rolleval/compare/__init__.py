@@ -5,6 +5,8 @@ run-level functions align run directories or baseline files and apply it.
 
 =========================  ==========================================================
 :func:`paired_compare`     one metric: effect, interval, p-value, verdict, power
+``ComparisonVerdict``      the six verdict words of a comparison (a ``Literal`` type)
+``GateVerdict``            the three overall words of a gate (a ``Literal`` type)
 :func:`gate_decision`      several gating metrics with Holm's correction
 :func:`holm`               Holm-Bonferroni adjusted p-values
 :func:`problem_movers`     problems that moved most, per-problem Fisher exact tests
@@ -23,22 +25,33 @@ from ._gate import DEFAULT_POLICY, GateOutcome, gate_run, load_policy
 from ._movers import problem_movers
 from ._paired import Comparison, PairedInput, paired_compare
 from ._plan import plan_runs
+from ._rule import (
+    COMPARISON_VERDICTS,
+    GATE_VERDICTS,
+    ComparisonVerdict,
+    GateVerdict,
+    verdict_exit_code,
+    verdict_label,
+)
 from ._runs import CompareResult, TaskComparison, compare_frames, compare_runs, default_threshold
-from ._verdict import GateMetric, GateResult, Verdict, gate_decision, holm
+from ._verdict import GateMetric, GateResult, gate_decision, holm
 
 __all__ = [
+    "COMPARISON_VERDICTS",
     "DEFAULT_POLICY",
+    "GATE_VERDICTS",
     "HEALTH_METRICS",
     "Alignment",
     "CompareResult",
     "Comparison",
+    "ComparisonVerdict",
     "GateMetric",
     "GateOutcome",
     "GateResult",
+    "GateVerdict",
     "PairedInput",
     "ProblemFrame",
     "TaskComparison",
-    "Verdict",
     "align_frames",
     "compare_frames",
     "compare_runs",
@@ -53,9 +66,14 @@ __all__ = [
     "plan_runs",
     "problem_movers",
     "save_baseline",
+    "verdict_exit_code",
+    "verdict_label",
 ]
 
 for _name in __all__:
-    if callable(globals()[_name]):  # classes and functions; the constants are plain dicts
+    # classes and functions; the constants are mappings and the Literal types stay as they are
+    if isinstance(globals()[_name], type) or (
+        callable(globals()[_name]) and hasattr(globals()[_name], "__code__")
+    ):
         globals()[_name].__module__ = __name__
 del _name

@@ -8,6 +8,7 @@ can gate against a baseline file without the baseline's run directory.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,41 +17,88 @@ import numpy as np
 
 from .._version import __version__
 from ..errors import DataError, UsageError
-from ..report import DEFAULT_TAUS, per_problem_values
+from ..metrics import metric_name, parse_metric_name
+from ..metrics._vote import vote_signatures
+from ..records import BASELINE_SCHEMA, BaselineFile
+from ..report import (
+    DEFAULT_TAUS,
+    HEALTH_DEFINITIONS,
+    health_counts,
+    per_problem_values,
+    report_ks,
+    scored_mask,
+)
 from ..store import RunDir, atomic_write_json, collect_warnings, read_json
-from ..table import STATUS_CODES, TaskTable, load_task_table
+from ..table import TaskTable, load_task_table
 
 __all__ = [
     "BASELINE_FORMAT",
     "HEALTH_METRICS",
     "ProblemFrame",
+    "canonical_metric",
     "frames_from_baseline",
     "frames_from_run",
     "load_frames",
     "metric_direction",
+    "resolve_tasks",
     "save_baseline",
 ]
 
 BASELINE_FORMAT = "rolleval-baseline"
-BASELINE_SCHEMA = 1
 
-#: Health metrics available to compare, all "lower is better", per problem:
-HEALTH_METRICS = {
-    "unextracted_rate": "gradable rollouts with no extracted answer / gradable rollouts",
-    "truncation_rate": "completed rollouts cut at max_tokens / completed rollouts",
-    "infra_error_rate": "rollouts lost to infra errors or timeouts / requested rollouts",
-    "grader_error_rate": "completed rollouts whose grading failed / completed rollouts",
-    "output_tokens": "mean completion tokens of completed rollouts",
-}
+#: Health metrics available to compare, all "lower is better": name -> definition. One
+#: definition each, shared with report.json and the gate (:data:`rolleval.report.HEALTH_DEFINITIONS`).
+HEALTH_METRICS = {name: definition for name, (_key, definition) in HEALTH_DEFINITIONS.items()}
 
 # settings that must agree for two frames to be comparable, and those that are only noted
-_MUST_MATCH = ("grader_identity", "score_key")
-_NOTED = ("sampling", "n_rollouts", "denominator_policy", "source")
+_MUST_MATCH = ("grader_identity", "score_key", "denominator_policy", "timeout_policy")
+_NOTED = ("sampling", "n_rollouts", "source")
+
+
+#: ``metrics.<name>``: the mean of a named per-rollout judgement metric (report key).
+_JUDGEMENT_METRIC = re.compile(r"metrics\.[A-Za-z_][A-Za-z0-9_]*")
+
+
+def canonical_metric(name: str) -> str:
+    """The key reports print for ``name`` (via :func:`rolleval.metrics.parse_metric_name`),
+    a health metric name, or ``metrics.<name>`` (a per-rollout judgement metric);
+    ``UsageError`` listing the valid forms otherwise."""
+    if isinstance(name, str) and name.strip() in HEALTH_METRICS:
+        return name.strip()
+    if isinstance(name, str) and _JUDGEMENT_METRIC.fullmatch(name.strip()):
+        return name.strip()  # a per-rollout judgement metric, as reports print it
+    family, params = parse_metric_name(name)
+    return metric_name(family, **params)  # type: ignore[arg-type]
 
 
 def metric_direction(name: str) -> int:
     """+1 when higher is better, -1 for the health metrics (lower is better)."""
     return -1 if name in HEALTH_METRICS else +1
+
+
+def resolve_tasks(
+    baseline: dict[str, ProblemFrame],
+    candidate: dict[str, ProblemFrame] | None,
+    tasks: list[str] | None,
+    *,
+    sources: tuple[object, object | None],
+    sides: tuple[str, str] = ("baseline", "candidate"),
+) -> list[str]:
+    """The tasks named by the user, each checked to exist on both sides (UsageError, exit 2,
+    naming the side and the tasks it has), or every baseline task present on both sides."""
+    if tasks:
+        for t in tasks:
+            for side, frames, src in (
+                (sides[0], baseline, sources[0]),
+                (sides[1], candidate, sources[1]),
+            ):
+                if frames is not None and t not in frames:
+                    raise UsageError(
+                        f"task {t!r} is not in the {side} ({src}; it has: {', '.join(frames) or 'none'}); "
+                        "pass --task with one of those"
+                    )
+        return list(dict.fromkeys(tasks))
+    return [t for t in baseline if candidate is None or t in candidate]
 
 
 @dataclass
@@ -61,35 +109,68 @@ class ProblemFrame:
     ids: list[str]
     hashes: list[str | None]
     clusters: list[str | None]
-    n: np.ndarray  # gradable rollouts per problem
-    c: np.ndarray  # correct among them
+    n: np.ndarray  # the metrics' denominator per problem (scored, or requested)
+    c: np.ndarray  # correct among the scored rollouts
     requested: np.ndarray
     values: dict[str, np.ndarray]  # metric name -> per-problem value (NaN = not eligible)
+    health: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    gradable: np.ndarray | None = None  # graded rollouts per problem
+    unjudged: np.ndarray | None = None  # requested rollouts not scored (errors, missing)
+    missing: np.ndarray | None = None  # requested rollouts with no judgement record
     settings: dict[str, Any] = field(default_factory=dict)
     source: str = ""
     kind: str = "run"
     run_id: str | None = None
     model: str | None = None
+    run_status: str | None = None
+
+    def __post_init__(self) -> None:
+        zeros = np.zeros(len(self.ids), dtype=np.int64)
+        if self.gradable is None:
+            self.gradable = self.n.copy()
+        if self.unjudged is None:
+            self.unjudged = zeros.copy()
+        if self.missing is None:
+            self.missing = zeros.copy()
+
+    # per problem: answer clusters (size, correct) and rollouts voting for nothing, for
+    # maj@k / sc@k at a common k (None: not stored, e.g. an older baseline file); built
+    # on first use from ``vote_rows`` (the per-rollout arrays of a run directory)
+    stored_votes: list[Any] | None = None
+    vote_rows: tuple[Any, ...] | None = field(default=None, repr=False)
+
+    @property
+    def votes(self) -> list[Any] | None:
+        if self.stored_votes is None and self.vote_rows is not None:
+            problem, cluster, correct, n_problems, extra = self.vote_rows
+            self.stored_votes = vote_signatures(
+                problem, cluster, correct, n_problems, extra_unextracted=extra
+            )
+        return self.stored_votes
 
     @property
     def has_hashes(self) -> bool:
         return bool(self.ids) and all(h is not None for h in self.hashes)
 
+    @property
+    def n_missing(self) -> int:
+        assert self.missing is not None
+        return int(self.missing.sum())
+
+    @property
+    def complete(self) -> bool:
+        """The run finished (status ``completed``, or unknown for old baseline files) and
+        every requested rollout has a judgement record."""
+        return self.run_status in (None, "completed") and self.n_missing == 0
+
     def value(self, metric: str) -> np.ndarray:
         try:
             return self.values[metric]
         except KeyError:
-            names = ", ".join(sorted(self.values))
+            names = ", ".join(sorted([*self.values, *self.health]))
             raise UsageError(
                 f"{self.source}: task {self.task!r} has no metric {metric!r} (available: {names})"
             ) from None
-
-
-def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
-    out = np.full(len(num), np.nan)
-    ok = den > 0
-    out[ok] = num[ok] / den[ok]
-    return out
 
 
 def frame_from_table(
@@ -99,44 +180,53 @@ def frame_from_table(
     source: str = "",
     run_id: str | None = None,
     model: str | None = None,
+    run_status: str | None = None,
 ) -> ProblemFrame:
-    """All per-problem metric values of a task (the report's metrics plus health rates)."""
+    """All per-problem metric values of a task (the report's metrics) and health counts."""
     req = table.requested
-    ks = [int(k) for k in (settings.get("ks") or _default_ks(req))]
-    taus = tuple(float(t) for t in settings.get("taus", DEFAULT_TAUS))
+    policy = settings.get("denominator_policy", "judged")
+    timeout_policy = settings.get("timeout_policy", "failure")
     vals = per_problem_values(
         table,
-        ks=ks,
-        taus=taus,
-        denominator_policy=settings.get("denominator_policy", "judged"),
+        ks=report_ks(table, settings),
+        taus=tuple(float(t) for t in settings.get("taus", DEFAULT_TAUS)),
+        denominator_policy=policy,
         score_key=settings.get("score_key", "correct"),
+        timeout_policy=timeout_policy,
     )
     values = {name: v for name, (v, _p, _r) in vals.items()}
+    scored = scored_mask(table, timeout_policy)
+    n_scored = table.per_problem(scored).astype(np.int64)
+    n_records = np.bincount(table.r_problem, minlength=table.n_problems).astype(np.int64)
+    full = dict(settings)
+    full.setdefault("denominator_policy", policy)
+    full.setdefault("timeout_policy", timeout_policy)
+    n_frame = req.astype(np.int64) if policy == "requested" else n_scored
     g = table.r_gradable
-    st = table.r_status
-    ok = st == STATUS_CODES["ok"]
-    n_g = table.per_problem(g)
-    n_ok = table.per_problem(ok)
-    values["unextracted_rate"] = _ratio(table.per_problem(g & ~table.r_extracted), n_g)
-    values["truncation_rate"] = _ratio(table.per_problem(ok & table.r_truncated), n_ok)
-    infra = (st == STATUS_CODES["infra_error"]) | (st == STATUS_CODES["timeout"])
-    values["infra_error_rate"] = _ratio(table.per_problem(infra), req.astype(float))
-    values["grader_error_rate"] = _ratio(table.per_problem(ok & table.r_grader_error), n_ok)
-    has_tok = ok & ~np.isnan(table.r_output_tokens)
-    values["output_tokens"] = _ratio(
-        table.per_problem(has_tok, np.nan_to_num(table.r_output_tokens)), table.per_problem(has_tok)
+    # timed-out (under the failure policy) and, under "requested", unjudged rollouts count
+    # in the denominator and vote for nothing
+    vote_rows = (
+        table.r_problem[g],
+        table.r_cluster[g],
+        table.r_correct[g],
+        table.n_problems,
+        (n_frame - table.per_problem(g)).astype(np.int64),
     )
     return ProblemFrame(
         task=settings.get("name") or "",
         ids=list(table.problem_ids),
         hashes=list(table.content_hashes),
         clusters=list(table.clusters),
-        n=n_g.astype(np.int64),
-        c=table.per_problem(g & table.r_correct).astype(np.int64),
+        n=n_frame,
+        c=table.per_problem(scored & table.r_correct).astype(np.int64),
         requested=req.copy(),
         values=values,
+        health=health_counts(table),
+        gradable=table.per_problem(table.r_gradable).astype(np.int64),
+        unjudged=(req - n_scored).astype(np.int64),
+        missing=(req - n_records).astype(np.int64),
         settings={
-            k: settings.get(k)
+            k: full.get(k)
             for k in (
                 "name",
                 "grader_identity",
@@ -144,6 +234,7 @@ def frame_from_table(
                 "sampling",
                 "n_rollouts",
                 "denominator_policy",
+                "timeout_policy",
                 "source",
                 "ks",
             )
@@ -151,13 +242,9 @@ def frame_from_table(
         source=source,
         run_id=run_id,
         model=model,
+        run_status=run_status,
+        vote_rows=vote_rows,
     )
-
-
-def _default_ks(req: np.ndarray) -> list[int]:
-    from ..metrics import default_ks
-
-    return default_ks(max(int(req.min()) if len(req) else 1, 1))
 
 
 def frames_from_run(path: str | os.PathLike[str]) -> dict[str, ProblemFrame]:
@@ -174,6 +261,7 @@ def frames_from_run(path: str | os.PathLike[str]) -> dict[str, ProblemFrame]:
                 source=str(path),
                 run_id=run.manifest.get("run_id"),
                 model=(run.manifest.get("config") or {}).get("model"),
+                run_status=run.manifest.get("status"),
             )
     return out
 
@@ -199,9 +287,11 @@ def save_baseline(
         "model": (run.manifest.get("config") or {}).get("model"),
         "provenance": run.manifest.get("provenance"),
         "measurement": run.manifest.get("measurement"),
+        "run_status": run.manifest.get("status"),
         "tasks": {},
     }
     for name, fr in frames.items():
+        assert fr.gradable is not None and fr.unjudged is not None and fr.missing is not None
         doc["tasks"][name] = {
             "settings": fr.settings,
             "ids": fr.ids,
@@ -210,9 +300,18 @@ def save_baseline(
             "n": fr.n.tolist(),
             "c": fr.c.tolist(),
             "requested": fr.requested.tolist(),
+            "gradable": fr.gradable.tolist(),
+            "unjudged": fr.unjudged.tolist(),
+            "missing": fr.missing.tolist(),
             "values": {k: _json_floats(v) for k, v in sorted(fr.values.items())},
+            "health": {
+                k: {"numerator": num.tolist(), "denominator": den.tolist()}
+                for k, (num, den) in fr.health.items()
+            },
+            "votes": [[[list(c) for c in sig], u] for sig, u in (fr.votes or [])],
         }
     out.parent.mkdir(parents=True, exist_ok=True)
+    doc = BaselineFile.model_validate(doc).model_dump(mode="json")
     atomic_write_json(out, doc)
     return doc
 
@@ -227,18 +326,43 @@ def frames_from_baseline(path: str | os.PathLike[str]) -> dict[str, ProblemFrame
     if doc.get("schema_version") != BASELINE_SCHEMA:
         raise DataError(
             f"baseline schema version {doc.get('schema_version')!r} (written by rolleval {doc.get('rolleval_version')}) "
-            f"is not readable by this rolleval (reads {BASELINE_SCHEMA})",
+            f"is not readable by this rolleval (reads {BASELINE_SCHEMA}); write it again from its run with "
+            "`rolleval baseline save RUN --out FILE --force`",
             path=path,
         )
     out: dict[str, ProblemFrame] = {}
-    for name, t in (doc.get("tasks") or {}).items():
+    tasks = doc.get("tasks") or {}
+    if not isinstance(tasks, dict):
+        raise DataError(
+            f"'tasks' must map task names to per-problem data, got {type(tasks).__name__}; "
+            "write the baseline again with `rolleval baseline save`",
+            path=path,
+        )
+    for name, t in tasks.items():
         try:
+            if not isinstance(t, dict) or not isinstance(t["ids"], list):
+                raise TypeError("not an object with an 'ids' list")
+            if len(set(map(str, t["ids"]))) != len(t["ids"]):
+                raise ValueError("a problem id is listed twice")
             T = len(t["ids"])
             values = {
                 k: np.array([np.nan if x is None else x for x in v], dtype=float)
                 for k, v in t["values"].items()
             }
-            if any(len(v) != T for v in values.values()) or len(t["n"]) != T or len(t["c"]) != T:
+            health = {
+                k: (
+                    np.array(h["numerator"], dtype=float),
+                    np.array(h["denominator"], dtype=float),
+                )
+                for k, h in t["health"].items()
+            }
+            counts = [
+                t[k] for k in ("n", "c", "hashes", "requested", "gradable", "unjudged", "missing")
+            ]
+            if t.get("clusters") is not None:
+                counts.append(t["clusters"])
+            arrays = [*values.values(), *(a for pair in health.values() for a in pair)]
+            if any(len(v) != T for v in [*arrays, *counts]):
                 raise ValueError("per-problem lists differ in length")
             out[name] = ProblemFrame(
                 task=name,
@@ -249,13 +373,26 @@ def frames_from_baseline(path: str | os.PathLike[str]) -> dict[str, ProblemFrame
                 c=np.array(t["c"], dtype=np.int64),
                 requested=np.array(t["requested"], dtype=np.int64),
                 values=values,
+                health=health,
+                gradable=np.array(t["gradable"], dtype=np.int64),
+                unjudged=np.array(t["unjudged"], dtype=np.int64),
+                missing=np.array(t["missing"], dtype=np.int64),
                 settings=dict(t.get("settings") or {}),
                 source=str(path),
                 kind="baseline",
                 run_id=doc.get("run_id"),
                 model=doc.get("model"),
+                run_status=doc.get("run_status"),
+                stored_votes=(
+                    [
+                        (tuple((int(sz), bool(ok)) for sz, ok in sig), int(u))
+                        for sig, u in t["votes"]
+                    ]
+                    if t.get("votes") is not None and len(t["votes"]) == T
+                    else None
+                ),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise DataError(
                 f"task {name!r} is malformed ({exc}); write the baseline again with `rolleval baseline save`",
                 path=path,

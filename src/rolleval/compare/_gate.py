@@ -11,8 +11,11 @@ Policy file (YAML)::
       unextracted_rate: {max_increase: 0.01}   # paired comparison, lower is better
       infra_error_rate: {max: 0.02}            # absolute limit on the candidate run
 
-Exit 1 when any gating comparison establishes a regression or an absolute limit is broken,
-3 when any gating comparison is inconclusive (unless ``observe``), 0 otherwise.
+Exit 4 when a limit on ``infra_error_rate`` is broken (the run failed: an outage, not a
+regression), 1 when any gating comparison establishes a regression or another absolute limit
+is broken, 3 when any gating comparison is inconclusive or a baseline task has no counterpart
+in the run (unless the policy or ``tasks`` names the tasks), 0 otherwise; ``observe`` makes
+every evaluated gate exit 0.
 """
 
 from __future__ import annotations
@@ -25,10 +28,19 @@ from typing import Any, Literal
 import numpy as np
 import yaml
 
-from ..errors import EXIT_NEGATIVE, EXIT_OK, DataError, UsageError
-from ._frame import HEALTH_METRICS, load_frames
-from ._runs import TaskComparison, compare_frames
-from ._verdict import gate_decision
+from ..config import load_yaml
+from ..errors import (
+    EXIT_INCONCLUSIVE,
+    EXIT_NEGATIVE,
+    EXIT_OK,
+    EXIT_RUN_FAILED,
+    DataError,
+    UsageError,
+)
+from ..report import pooled_rate
+from ._evidence import check_complete, refuse_incomplete
+from ._frame import HEALTH_METRICS, ProblemFrame, canonical_metric, load_frames, resolve_tasks
+from ._runs import TaskComparison, compare_frames, decide_overall
 
 __all__ = ["DEFAULT_POLICY", "GateOutcome", "gate_run", "load_policy"]
 
@@ -45,9 +57,13 @@ def load_policy(path: str | os.PathLike[str] | None) -> dict[str, Any]:
         return DEFAULT_POLICY
     p = Path(path)
     try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+        doc = load_yaml(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UsageError(f"{p}: policy file not found") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"not UTF-8 text (byte {exc.start + 1}); save the policy as UTF-8", path=p
+        ) from None
     except yaml.YAMLError as exc:
         raise DataError(f"not valid YAML ({exc})", path=p) from None
     if not isinstance(doc, dict):
@@ -58,19 +74,67 @@ def load_policy(path: str | os.PathLike[str] | None) -> dict[str, Any]:
             f"unknown policy key(s) {', '.join(sorted(unknown))} (allowed: alpha, tasks, metrics, health)",
             path=p,
         )
+    if "alpha" in doc and not _is_number(doc["alpha"], 0.0, 1.0, open_low=True, open_high=True):
+        raise DataError(f"alpha: give a number in (0, 1), got {doc['alpha']!r:.60}", path=p)
+    tasks = doc.get("tasks")
+    if isinstance(tasks, str):
+        doc["tasks"] = tasks = [tasks]  # `tasks: gsm8k` means the one task
+    if tasks is not None and (
+        not isinstance(tasks, list) or not all(isinstance(t, str) and t for t in tasks)
+    ):
+        raise DataError(f"tasks: give a list of task names, got {tasks!r:.60}", path=p)
+    for section in ("metrics", "health"):
+        if doc.get(section) is not None and not isinstance(doc[section], dict):
+            raise DataError(
+                f"{section}: give a mapping of metric name to limits, got {type(doc[section]).__name__}",
+                path=p,
+            )
+    metrics = {}
     for name, spec in (doc.get("metrics") or {}).items():
-        if not isinstance(spec, dict) or set(spec) - {"threshold"}:
-            raise DataError(f"metrics.{name}: give {{threshold: NUMBER}}", path=p)
+        if (
+            not isinstance(spec, dict)
+            or set(spec) - {"threshold"}
+            or ("threshold" in spec and not _is_number(spec["threshold"], 0.0, None))
+        ):
+            raise DataError(f"metrics.{name}: give {{threshold: NUMBER >= 0}}", path=p)
+        try:
+            metrics[canonical_metric(str(name))] = spec
+        except UsageError as exc:
+            raise DataError(f"metrics.{name}: {exc}", path=p) from None
+    if metrics:
+        doc["metrics"] = metrics
     for name, spec in (doc.get("health") or {}).items():
         if name not in HEALTH_METRICS:
             raise DataError(
                 f"health.{name}: unknown health metric (known: {', '.join(HEALTH_METRICS)})", path=p
             )
-        if not isinstance(spec, dict) or not spec or set(spec) - {"max_increase", "max"}:
-            raise DataError(f"health.{name}: give max_increase and/or max", path=p)
+        if (
+            not isinstance(spec, dict)
+            or not spec
+            or set(spec) - {"max_increase", "max"}
+            or not all(_is_number(v, 0.0, None) for v in spec.values())
+        ):
+            raise DataError(f"health.{name}: give max_increase and/or max (NUMBER >= 0)", path=p)
     if not doc.get("metrics") and not doc.get("health"):
         raise DataError("policy gates nothing: add 'metrics' or 'health'", path=p)
+    doc["_path"] = str(p)  # later policy errors name the file
     return doc
+
+
+def _is_number(
+    value: object,
+    low: float,
+    high: float | None,
+    *,
+    open_low: bool = False,
+    open_high: bool = False,
+) -> bool:
+    """A real number (not a bool, not a string) within the bounds."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if not np.isfinite(value) or value < low or (open_low and value == low):
+        return False
+    return high is None or value < high or (not open_high and value == high)
 
 
 @dataclass
@@ -80,6 +144,8 @@ class GateOutcome:
     checks: list[dict[str, Any]]
     comparisons: list[TaskComparison] = field(default_factory=list)
     observe: bool = False
+    reasons: list[str] = field(default_factory=list)
+    incomplete: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -87,13 +153,20 @@ class GateOutcome:
             "exit_code": self.exit_code,
             "observe": self.observe,
             "multiplicity": "Holm across all gating comparisons",
+            "reasons": self.reasons,
+            "incomplete": self.incomplete,
             "checks": self.checks,
             "comparisons": [c.to_dict() for c in self.comparisons],
         }
 
     def markdown(self) -> str:
         """A GitHub-Actions-friendly summary table."""
-        icon = {"pass": "pass", "blocked": "BLOCKED", "inconclusive": "inconclusive"}
+        icon = {
+            "pass": "pass",
+            "blocked": "BLOCKED",
+            "inconclusive": "inconclusive",
+            "run_failed": "RUN FAILED",
+        }
         lines = [
             f"### rolleval gate: {icon.get(self.verdict, self.verdict)}",
             "",
@@ -102,6 +175,26 @@ class GateOutcome:
         ]
         for c in self.checks:
             lines.append(f"| {c['task']} | {c['check']} | {c['value']} | {c['verdict']} |")
+        seen = set()
+        for tc in self.comparisons:
+            pr = tc.problems
+            key = (tc.task, tc.metric)
+            if key in seen:
+                continue
+            seen.add(key)
+            dropped = ", ".join(
+                f"{d['count']} {k.replace('_', ' ')}" for k, d in pr["dropped"].items()
+            )
+            lines.append(
+                f"| {tc.task} | problems compared for {tc.metric} | {pr['compared']} of "
+                f"{pr['compared'] + pr['dropped_total']} | dropped: {dropped or 'none'} |"
+            )
+        notes = [*self.reasons]
+        for tc in self.comparisons:
+            notes += [f"{tc.task} {tc.metric}: {w}" for w in tc.warnings]
+        if notes:
+            lines.append("")
+            lines += [f"- {n}" for n in dict.fromkeys(notes)]
         return "\n".join(lines)
 
 
@@ -117,18 +210,10 @@ def _fmt_effect(comp: Any) -> str:
     )
 
 
-def _candidate_level(frame: Any, metric: str) -> float | None:
-    """A health metric over the whole task: the infra error rate weighted by requested
-    rollouts (errors / requested), any other metric as the mean over problems where it is
-    defined; None when it is defined nowhere."""
-    vals = frame.value(metric)
-    ok = ~np.isnan(vals)
-    if not ok.any():
-        return None
-    if metric == "infra_error_rate":
-        weights = frame.requested[ok].astype(float)
-        return float((vals[ok] * weights).sum() / weights.sum()) if weights.sum() > 0 else None
-    return float(vals[ok].mean())
+def _candidate_level(frame: ProblemFrame, metric: str) -> float | None:
+    """A health metric over the whole task, pooled (:func:`rolleval.report.pooled_rate`):
+    the same number report.json prints; None when it is defined nowhere."""
+    return pooled_rate(*frame.health[metric])
 
 
 def gate_run(
@@ -137,28 +222,67 @@ def gate_run(
     *,
     policy: dict[str, Any] | None = None,
     n_resamples: int = 10_000,
-    seed: int = 0,
+    rng: int | np.random.Generator | None = 0,
+    power: float = 0.8,
+    confidence_level: float | None = None,
     unmatched: Literal["error", "exclude"] = "error",
     observe: bool = False,
+    allow_incomplete: bool = False,
+    tasks: list[str] | None = None,
 ) -> GateOutcome:
     """Decide whether ``run`` may replace ``baseline`` under ``policy``."""
     policy = policy or DEFAULT_POLICY
     alpha = float(policy.get("alpha", 0.05))
     fb = load_frames(baseline)
     fc = load_frames(run)
-    tasks = policy.get("tasks") or [t for t in fb if t in fc]
-    for t in tasks:
-        if t not in fb or t not in fc:
-            raise UsageError(
-                f"policy task {t!r} is missing from the {'baseline' if t not in fb else 'run'}"
-            )
-    if not tasks:
+    named = list(tasks or []) or list(policy.get("tasks") or [])
+    try:
+        names = resolve_tasks(
+            fb, fc, named or None, sources=(baseline, run), sides=("baseline", "run")
+        )
+    except UsageError as exc:
+        if tasks or not policy.get("tasks"):
+            raise
+        # the tasks came from the policy: name the policy file and how to fix it
+        raise DataError(
+            f"policy tasks: {exc}; remove it from the policy's tasks",
+            path=policy.get("_path", "policy"),
+        ) from None
+    if not names:
         raise UsageError("the run and the baseline share no task")
+    incomplete = [
+        *check_complete({t: fb[t] for t in names}, baseline, "baseline"),
+        *check_complete({t: fc[t] for t in names}, run, "run"),
+    ]
+    if not allow_incomplete:
+        refuse_incomplete(incomplete)
+    reasons = [
+        f"the {i['side']} is incomplete (status {i['run_status']!r}, task {i['task']!r}: "
+        f"{i['missing_rollouts']} of {i['requested_rollouts']} rollouts missing); gated under --allow-incomplete"
+        for i in incomplete
+    ]
+    checks: list[dict[str, Any]] = []
+    not_evaluated = [] if named else [t for t in fb if t not in fc]
+    for t in not_evaluated:
+        checks.append(
+            {
+                "task": t,
+                "check": "task present in the run",
+                "value": "missing",
+                "verdict": "not evaluated",
+            }
+        )
+    if not_evaluated:
+        reasons.append(
+            f"baseline task(s) {', '.join(not_evaluated)} are missing from the run: not evaluated "
+            "(list the tasks to gate in the policy's `tasks` or with --task)"
+        )
     comps: dict[str, Any] = {}
     task_comps: list[TaskComparison] = []
-    checks: list[dict[str, Any]] = []
+    forced: set[str] = set()
     limits_broken = False
-    for t in tasks:
+    run_failed = False
+    for t in names:
         gating: list[tuple[str, float]] = [
             (m, float(s["threshold"])) for m, s in (policy.get("metrics") or {}).items()
         ]
@@ -175,42 +299,72 @@ def gate_run(
                 threshold=tau,
                 alpha=alpha,
                 n_resamples=n_resamples,
-                seed=seed,
+                rng=rng,
+                power=power,
+                confidence_level=confidence_level,
                 unmatched=unmatched,
             )
             key = f"{t}:{metric}"
             comps[key] = tc.comparison
+            if tc.forced_inconclusive:
+                forced.add(key)
             task_comps.append(tc)
         for metric, spec in (policy.get("health") or {}).items():
             if "max" not in spec:
                 continue
             value = _candidate_level(fc[t], metric)
             broken = value is not None and value > float(spec["max"])
-            limits_broken |= broken
+            if metric == "infra_error_rate":
+                run_failed |= broken
+            else:
+                limits_broken |= broken
             checks.append(
                 {
                     "task": t,
                     "check": f"{metric} <= {spec['max']}",
                     "value": "N/A" if value is None else f"{value:.4f}",
-                    "verdict": "blocked"
+                    "verdict": ("run failed" if metric == "infra_error_rate" else "blocked")
                     if broken
                     else ("N/A: not measured" if value is None else "ok"),
                 }
             )
-    decision = gate_decision(comps, alpha=alpha)
-    for key, comp in comps.items():
-        t, metric = key.split(":", 1)
-        checks.append(
-            {
-                "task": t,
-                "check": f"{metric} paired compare (tau={comp.to_dict()['threshold']})",
-                "value": _fmt_effect(comp),
-                "verdict": decision.verdicts[key],
-                "adjusted_pvalue": decision.adjusted_pvalues.get(key),
-            }
+    if run_failed:
+        reasons.append(
+            "the infra error rate is over its limit: the run failed (an outage, not a regression); "
+            "fix the endpoint and resume the run"
         )
-    exit_code = EXIT_NEGATIVE if limits_broken else decision.exit_code
-    verdict = (
-        "blocked" if exit_code == EXIT_NEGATIVE else ("inconclusive" if exit_code == 3 else "pass")
+    decision = decide_overall(comps, alpha=alpha, forced=forced) if comps else None
+    if decision is not None:
+        reasons += decision.notes
+        for key, comp in comps.items():
+            t, metric = key.split(":", 1)
+            checks.append(
+                {
+                    "task": t,
+                    "check": f"{metric} paired compare (tau={comp.threshold})",
+                    "value": _fmt_effect(comp),
+                    "verdict": decision.verdicts[key],
+                    "adjusted_pvalue": decision.adjusted_pvalues.get(key),
+                }
+            )
+    code = EXIT_OK if decision is None else decision.exit_code
+    if run_failed:
+        code = EXIT_RUN_FAILED
+    elif limits_broken or code == EXIT_NEGATIVE:
+        code = EXIT_NEGATIVE
+    elif code == EXIT_OK and not_evaluated:
+        code = EXIT_INCONCLUSIVE
+    verdict = {
+        EXIT_RUN_FAILED: "run_failed",
+        EXIT_NEGATIVE: "blocked",
+        EXIT_INCONCLUSIVE: "inconclusive",
+    }.get(code, "pass")
+    return GateOutcome(
+        verdict,
+        EXIT_OK if observe else code,
+        checks,
+        task_comps,
+        observe,
+        reasons,
+        incomplete,
     )
-    return GateOutcome(verdict, EXIT_OK if observe else exit_code, checks, task_comps, observe)

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from statistics import NormalDist
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
+from scipy.stats import beta as _beta
 
 from ..errors import UsageError
 from ..stats import (
+    cluster_bootstrap_ci,
+    cluster_sign_flip_test,
+    clustered_se,
     grouped_bootstrap_ci,
     min_attainable_pvalue,
     minimum_detectable_effect,
@@ -20,6 +25,7 @@ from ..stats import (
     required_rollouts,
     sign_flip_test,
 )
+from ..stats._cluster import cluster_index
 from ..stats._validate import (
     as_counts,
     check_n_resamples,
@@ -29,13 +35,26 @@ from ..stats._validate import (
     is_int,
     is_real,
 )
-from ._verdict import Verdict, _decide, _excludes_zero, _too_few
+from ._rule import (
+    ComparisonVerdict,
+    _at_most,
+    _decide,
+    _excludes_zero,
+    _too_few,
+    verdict_exit_code,
+    verdict_label,
+)
 
 __all__ = ["Comparison", "PairedInput", "paired_compare"]
 
 # |value - c/n| above this (absolute) means the counts do not describe the values.
 _COUNT_ATOL = 1e-9
 _STD_NORMAL = NormalDist()
+# Below this many problems whose paired difference is not 0, the bootstrap distribution of
+# the mean sits on a handful of lattice points and its percentiles cannot be trusted to bound
+# the difference (the usual "n p >= 10" rule for normal approximations of a binomial count);
+# an exact binomial bound on the share of problems that moved is used as well.
+_MIN_MOVERS = 10
 
 
 @dataclass(frozen=True)
@@ -59,6 +78,15 @@ class PairedInput:
         ``c`` events among ``n`` rollouts. All four or none. With them the power planning
         splits the variance into between- and within-problem parts (Miller 2024) and can
         answer "how many rollouts". ``n = 0`` requires a NaN value.
+    value_range : (float, float) or None, default None
+        The values the metric can take, e.g. ``(0.0, 1.0)`` for a rate. With it a
+        near-degenerate sample (fewer than 10 problems moved) gets an exact bound on the
+        difference (share of problems that moved times ``high - low``); without it such a
+        sample can never support equivalence.
+    clusters : sequence or None, default None
+        One cluster label per problem (e.g. the MMLU subject), ``None`` entries being
+        singletons. When the problems fall into fewer clusters than problems, the
+        interval resamples clusters and the test flips signs per cluster.
     """
 
     baseline: np.ndarray
@@ -68,6 +96,8 @@ class PairedInput:
     n_baseline: np.ndarray | None = None
     c_candidate: np.ndarray | None = None
     n_candidate: np.ndarray | None = None
+    value_range: tuple[float, float] | None = None
+    clusters: Sequence[Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -76,27 +106,44 @@ class Comparison:
 
     Attributes
     ----------
-    verdict : Verdict
-        See the table in :func:`paired_compare`.
+    verdict : ComparisonVerdict
+        One of the words of :data:`rolleval.compare.COMPARISON_VERDICTS`; see the table
+        in :func:`paired_compare`.
     exit_code : int
-        ``verdict.exit_code``: 0 ok, 1 regression, 3 inconclusive/insufficient.
+        Exit code of the verdict: 0 ok, 1 regression, 3 inconclusive/insufficient.
     effect : float or None
         ``mean(d)``, ``d = direction * (candidate - baseline)``; negative = candidate
         worse, whatever the metric's direction. None when no problem is matched.
     ci_low, ci_high : float or None
-        Percentile bootstrap interval of ``effect``; None when ``n_problems < 2``.
+        Percentile bootstrap interval of ``effect`` (over clusters when ``unit`` is
+        ``"cluster"``); None when ``n_problems < 2``.
+    ci_status : {"ok", "degenerate", "unavailable"}
+        ``"degenerate"`` when every paired difference (every cluster mean) is equal or
+        there is one unit: the interval then has zero width and bounds nothing.
     confidence_level : float
         Of the interval.
     pvalue : float or None
         Two-sided sign-flip p-value; None when no problem is matched.
     pvalue_exact : bool
-        True when all ``2**T`` sign vectors were enumerated (False when no test ran).
+        True when all ``2**T`` (``2**C``) sign vectors were enumerated.
     se : float or None
-        Paired standard error ``sqrt(Var(d) / T)``; None when ``n_problems < 2``.
+        Standard error of ``effect``: ``sqrt(Var(d) / T)``, or the CR1 clustered SE when
+        ``unit`` is ``"cluster"``; None when not estimable.
     n_problems : int
-        ``T``: problems eligible on both sides (the unit of analysis).
+        ``T``: problems eligible on both sides.
     n_dropped : int
         Problems dropped because a side was NaN (not eligible).
+    n_moved : int
+        Problems whose paired difference is not 0.
+    bound_low, bound_high : float or None
+        Exact bound on the effect used for a near-degenerate sample (fewer than 10
+        problems moved, or all differences equal); None when the sample is not
+        near-degenerate. Infinite when no bound exists (no ``value_range``, or every
+        problem moved by the same amount).
+    unit : {"problem", "cluster"}
+        What the interval resamples and the test flips.
+    n_clusters : int or None
+        ``C`` when ``unit`` is ``"cluster"``.
     threshold, alpha, power : float
         As requested (``threshold`` is tau, in the metric's units).
     direction : int
@@ -122,17 +169,23 @@ class Comparison:
         One-line explanation of the verdict.
     """
 
-    verdict: Verdict
+    verdict: ComparisonVerdict
     exit_code: int
     effect: float | None
     ci_low: float | None
     ci_high: float | None
+    ci_status: Literal["ok", "degenerate", "unavailable"]
     confidence_level: float
     pvalue: float | None
     pvalue_exact: bool
     se: float | None
     n_problems: int
     n_dropped: int
+    n_moved: int
+    bound_low: float | None
+    bound_high: float | None
+    unit: Literal["problem", "cluster"]
+    n_clusters: int | None
     threshold: float
     alpha: float
     power: float
@@ -151,13 +204,16 @@ class Comparison:
     @property
     def label(self) -> str:
         """Human label of the verdict, e.g. ``"significant below threshold"``."""
-        return self.verdict.label
+        return verdict_label(self.verdict)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict of every field (verdict as its string value, floats unrounded)."""
+        """JSON-ready dict of every field (floats unrounded; an infinite bound as None)."""
         out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["verdict"] = self.verdict.value
-        out["label"] = self.verdict.label
+        for key in ("bound_low", "bound_high"):
+            if out[key] is not None and not math.isfinite(out[key]):
+                out[key] = None
+                out.setdefault("bound_note", "no finite bound: see reason")
+        out["label"] = self.label
         return out
 
 
@@ -184,6 +240,9 @@ class _CompareArgs(NamedTuple):
     rng: int | np.random.Generator
     seed: int | None
     power: float
+    value_span: float  # high - low of value_range; inf when unknown
+    clusters: np.ndarray | None  # cluster position of each kept problem, or None
+    n_clusters: int | None
 
 
 def _values(x: object, name: str) -> np.ndarray:
@@ -301,9 +360,33 @@ def _validate_paired_compare(
     if power_ <= alpha_ / 2:
         raise UsageError(f"`power` must be greater than `alpha`/2 = {alpha_ / 2:g}; got {power_}")
     generator, seed = check_rng(rng)
+    value_span = math.inf
+    if inp.value_range is not None:
+        vr = inp.value_range
+        if (
+            not isinstance(vr, (tuple, list))
+            or len(vr) != 2
+            or not all(is_real(v) and math.isfinite(v) for v in vr)
+            or not vr[0] < vr[1]
+        ):
+            raise UsageError(
+                f"`inp.value_range` must be None or (low, high) with low < high; got {vr!r}"
+            )
+        value_span = float(vr[1]) - float(vr[0])
     keep = np.isfinite(baseline) & np.isfinite(candidate)
     if counts is not None:
         counts = _Counts(*(a[keep] for a in counts))
+    clusters: np.ndarray | None = None
+    n_clusters: int | None = None
+    if inp.clusters is not None:
+        index, _ = cluster_index(inp.clusters, baseline.size, "inp.clusters")
+        kept = index[keep]
+        _, kept = np.unique(kept, return_inverse=True)
+        n_clusters = int(kept.max()) + 1 if kept.size else 0
+        if n_clusters < kept.size:  # some cluster holds 2 or more problems
+            clusters = kept.reshape(-1)
+        else:
+            n_clusters = None
     return _CompareArgs(
         baseline=baseline[keep],
         candidate=candidate[keep],
@@ -317,6 +400,9 @@ def _validate_paired_compare(
         rng=seed if seed is not None else generator,
         seed=seed,
         power=power_,
+        value_span=value_span,
+        clusters=clusters,
+        n_clusters=n_clusters,
     )
 
 
@@ -333,6 +419,70 @@ def _min_problems(n_resamples: int, alpha: float) -> int | None:
     return t if min_attainable_pvalue(t, n_resamples=n_resamples) <= alpha else None
 
 
+def _share_upper(moved: int, total: int, level: float) -> float:
+    """Exact (Clopper-Pearson) one-sided upper bound at ``level`` on a binomial share."""
+    if moved >= total:
+        return 1.0
+    return float(_beta.ppf(level, moved + 1, total - moved))
+
+
+class _Bound(NamedTuple):
+    low: float
+    high: float
+    needed_problems: int | None  # T at which the bound fits in the band, same share moved
+
+
+def _exact_bound(d: np.ndarray, args: _CompareArgs) -> _Bound | None:
+    """Exact bound on ``mean(d)`` for a near-degenerate sample; None when not needed.
+
+    Near-degenerate: fewer than ``_MIN_MOVERS`` problems have ``d != 0``, or all ``d`` are
+    equal. With ``m-`` problems moving down and ``m+`` up among ``T``, each by at most
+    ``D = high - low`` of ``value_range``, and the one-sided Clopper-Pearson bounds
+    ``u(m, T)`` at ``1 - alpha_ci / 2``: ``mean(d) >= -u(m-, T) D`` and ``<= u(m+, T) D``.
+    """
+    t = d.size
+    moved_down = int(np.count_nonzero(d < 0))
+    moved_up = int(np.count_nonzero(d > 0))
+    all_equal = bool(np.all(d == d[0]))
+    if moved_down + moved_up >= _MIN_MOVERS and not all_equal:
+        return None
+    span = args.value_span
+    moved = moved_down + moved_up
+    if (all_equal and d[0] != 0.0) or not math.isfinite(span):
+        # no finite bound; with the same share of movers, ceil(10 T / m) problems would
+        # hold enough movers for the bootstrap
+        needed = None if moved == 0 or moved == t else math.ceil(_MIN_MOVERS * t / moved)
+        return _Bound(-math.inf, math.inf, needed)
+    level = 1.0 - (1.0 - args.confidence_level) / 2.0
+    low = -_share_upper(moved_down, t, level) * span
+    high = _share_upper(moved_up, t, level) * span
+    tau = args.threshold
+    # With the same share of problems moved, the sample stops being near-degenerate at
+    # ceil(10 T / m) problems (the bootstrap takes over), or the bound fits in the band.
+    needed: int | None = math.ceil(_MIN_MOVERS * t / moved) if moved else None
+    if 0.0 < tau < span:
+        share = max(moved_down, moved_up) / t
+
+        def fits(n: int) -> bool:
+            # the Clopper-Pearson bound with the mover count share * n taken as a real
+            # number, so that it decreases smoothly with n (a floor would make it jump)
+            m = share * n
+            return float(_beta.ppf(level, m + 1.0, n - m)) * span < tau
+
+        if fits(t):
+            return _Bound(low, high, t)  # the bound already fits: it asks for no more problems
+        lo_t, hi_t = t, 2 * t
+        cap = needed if needed is not None else 10**8
+        while not fits(hi_t) and hi_t < cap:
+            lo_t, hi_t = hi_t, 2 * hi_t
+        if fits(hi_t):
+            while hi_t - lo_t > 1:
+                mid = (lo_t + hi_t) // 2
+                lo_t, hi_t = (lo_t, mid) if fits(mid) else (mid, hi_t)
+            needed = hi_t if needed is None else min(needed, hi_t)
+    return _Bound(low, high, needed)
+
+
 class _Power(NamedTuple):
     mde: float | None
     needed_problems: int | None
@@ -341,36 +491,44 @@ class _Power(NamedTuple):
     path: str
 
 
-def _power(args: _CompareArgs, d: np.ndarray, se: float | None, verdict: Verdict) -> _Power:
+def _power(
+    args: _CompareArgs,
+    d: np.ndarray,
+    se: float | None,
+    verdict: str,
+    bound: _Bound | None,
+) -> _Power:
     t, tau, alpha, power = d.size, args.threshold, args.alpha, args.power
     notes: list[str] = []
     kw: dict[str, float] | None = None
-    if args.counts is not None and t >= 2:
+    clustered = args.clusters is not None
+    if args.counts is not None and t >= 2 and not clustered:
         c = args.counts
-        pvc = paired_variance_components(c.c_candidate, c.n_candidate, c.c_baseline, c.n_baseline)
+        pvc = paired_variance_components(c.c_baseline, c.n_baseline, c.c_candidate, c.n_candidate)
         if pvc.status == "ok":
             kw = pvc.power_kwargs()
         else:
             notes.append(f"variance components unavailable ({pvc.reason}); MDE from the paired SE")
+    z = _STD_NORMAL.inv_cdf(1.0 - alpha / 2.0) + _STD_NORMAL.inv_cdf(power)
     if kw is not None:
         mde = minimum_detectable_effect(t, **kw, alpha=alpha, power=power)
         path = "binomial variance components (Miller 2024)"
         notes.append(
-            f"MDE = z * sqrt((omega2 + sigma2_b/k_b + sigma2_c/k_c) / T) with omega2 = "
-            f"{kw['omega2']:.4g}, sigma2 = {kw['sigma2_b']:.4g} (baseline, k = {kw['k_b']:g}) "
-            f"and {kw['sigma2_a']:.4g} (candidate, k = {kw['k_a']:g})"
+            f"MDE = z * sqrt((omega2 + sigma2_baseline/k_baseline + "
+            f"sigma2_candidate/k_candidate) / T) with omega2 = {kw['omega2']:.4g}, "
+            f"sigma2_baseline = {kw['sigma2_baseline']:.4g} (k = {kw['k_baseline']:g}), "
+            f"sigma2_candidate = {kw['sigma2_candidate']:.4g} (k = {kw['k_candidate']:g})"
         )
     elif se is not None:
-        z = _STD_NORMAL.inv_cdf(1.0 - alpha / 2.0) + _STD_NORMAL.inv_cdf(power)
         mde = z * se
-        path = "paired SE"
-        notes.append("MDE = (z_{alpha/2} + z_beta) * paired SE")
+        path = "clustered SE (CR1)" if clustered else "paired SE"
+        notes.append(f"MDE = (z_{{alpha/2}} + z_beta) * {path}")
     else:
         return _Power(None, None, None, "MDE not estimable with fewer than 2 problems", "none")
     if mde == 0.0:
         notes.append("every paired difference is equal: the observed variance is 0")
 
-    if verdict not in (Verdict.INCONCLUSIVE, Verdict.INSUFFICIENT_EVIDENCE):
+    if verdict not in ("inconclusive", "insufficient_evidence"):
         return _Power(mde, None, None, "; ".join(notes), path)
     if tau == 0.0:
         notes.append("threshold 0: no finite sample has power against a drop of size 0")
@@ -378,21 +536,39 @@ def _power(args: _CompareArgs, d: np.ndarray, se: float | None, verdict: Verdict
 
     if kw is None:
         var_d = 0.0 if se is None else se * se * t
-        kw_problems = {"omega2": var_d, "sigma2_a": 0.0, "k_a": 1.0, "sigma2_b": 0.0, "k_b": 1.0}
+        kw_problems = {
+            "omega2": var_d,
+            "sigma2_baseline": 0.0,
+            "k_baseline": 1.0,
+            "sigma2_candidate": 0.0,
+            "k_candidate": 1.0,
+        }
     else:
         kw_problems = kw
     needed_problems = required_problems(tau, **kw_problems, alpha=alpha, power=power)
+    if bound is not None:
+        if bound.needed_problems is None:
+            notes.append(
+                "near-degenerate sample: its exact bound cannot be planned from it (no "
+                "problem moved, or every problem moved by the same amount)"
+            )
+        else:
+            needed_problems = max(needed_problems, bound.needed_problems)
     t_min = _min_problems(args.n_resamples, alpha)
     if t_min is None:
         notes.append(
             f"n_resamples={args.n_resamples} cannot give p <= alpha at any T; raise n_resamples"
         )
         needed_problems_: int | None = None
+    elif needed_problems is None:
+        needed_problems_ = None
     else:
         needed_problems_ = max(needed_problems, t_min)
+        unit = "clusters' worth of problems" if clustered else "problems"
         notes.append(
-            f"needed_problems = {needed_problems_}: problems (at the current rollouts) for "
+            f"needed_problems = {needed_problems_}: {unit} (at the current rollouts) for "
             f"MDE = threshold = {tau:g}, i.e. power {power:g} against a drop of the threshold"
+            + (", and an exact bound inside the band" if bound is not None else "")
         )
         if needed_problems_ <= t:
             notes.append(
@@ -405,13 +581,15 @@ def _power(args: _CompareArgs, d: np.ndarray, se: float | None, verdict: Verdict
         notes.append("needed_rollouts needs per-problem counts (c/n) of a binomial metric")
     elif t_min is None or t < t_min:
         notes.append(f"needed_rollouts: no number of rollouts helps at T = {t} problems")
+    elif bound is not None:
+        notes.append("needed_rollouts: a near-degenerate sample needs more problems")
     else:
         needed_rollouts = required_rollouts(
             tau,
             t,
             omega2=kw["omega2"],
-            sigma2_a=kw["sigma2_a"],
-            sigma2_b=kw["sigma2_b"],
+            sigma2_baseline=kw["sigma2_baseline"],
+            sigma2_candidate=kw["sigma2_candidate"],
             alpha=alpha,
             power=power,
         )
@@ -433,7 +611,7 @@ def _power(args: _CompareArgs, d: np.ndarray, se: float | None, verdict: Verdict
 
 
 def _explain(
-    verdict: Verdict,
+    verdict: str,
     significant: bool,
     excludes_zero: bool,
     effect: float,
@@ -441,24 +619,34 @@ def _explain(
     hi: float,
     p: float,
     tau: float,
+    why_unbounded: str | None,
 ) -> str:
     ci = f"CI [{lo:.4g}, {hi:.4g}]"
-    if verdict is Verdict.REGRESSION:
+    if verdict == "regression":
         return (
             f"candidate worse by {-effect:.4g} ({ci}, p = {p:.3g}): at least the threshold {tau:g}"
         )
-    if verdict is Verdict.IMPROVEMENT:
+    if verdict == "improvement":
         return (
             f"candidate better by {effect:.4g} ({ci}, p = {p:.3g}): at least the threshold {tau:g}"
         )
-    if verdict is Verdict.SIGNIFICANT_BELOW_THRESHOLD:
+    if verdict == "significant_below_threshold":
         return f"significant change {effect:+.4g} ({ci}, p = {p:.3g}) smaller than the threshold {tau:g}"
-    if verdict is Verdict.EQUIVALENT_WITHIN_THRESHOLD:
+    if verdict == "equivalent_within_threshold":
         return f"no significant change (p = {p:.3g}); {ci} lies inside (-{tau:g}, +{tau:g})"
+    if verdict == "insufficient_evidence":
+        return (
+            f"{ci} lies inside (-{tau:g}, +{tau:g}) but {why_unbounded}: equivalence is not shown"
+        )
     if significant:
+        why = (
+            f"{ci} reaches a drop of the threshold"
+            if why_unbounded is None
+            else f"{why_unbounded}, so a drop of the threshold is not excluded"
+        )
         return (
             f"significant drop {effect:+.4g} (p = {p:.3g}) smaller than the threshold {tau:g}, "
-            f"but {ci} reaches a drop of the threshold"
+            f"but {why}"
         )
     why = f"p = {p:.3g} > alpha" if excludes_zero else f"{ci} contains 0"
     return (
@@ -494,37 +682,55 @@ def paired_compare(
        ``confidence_level`` (default ``1 - alpha``), drawn with
        :func:`rolleval.stats.grouped_bootstrap_ci` (multinomial counts over the few distinct
        values of ``d``: the same distribution as resampling problems, much faster).
+       With declared clusters (``inp.clusters``, fewer clusters than problems) the
+       clusters are resampled instead (:func:`rolleval.stats.cluster_bootstrap_ci`).
+       ``ci_status`` is ``"degenerate"`` when every ``d_i`` (every cluster mean) is equal.
     4. p-value: two-sided paired sign-flip test [3]_
        (:func:`rolleval.stats.sign_flip_test` on ``direction * candidate`` and
-       ``direction * baseline``), exact when ``2**T <= n_resamples``.
-    5. ``se = sqrt(Var(d) / T)`` (:func:`rolleval.stats.paired_se`).
+       ``direction * baseline``), exact when ``2**T <= n_resamples``; with clusters one
+       sign per cluster (:func:`rolleval.stats.cluster_sign_flip_test`).
+    5. ``se = sqrt(Var(d) / T)`` (:func:`rolleval.stats.paired_se`), or the CR1
+       clustered SE (:func:`rolleval.stats.clustered_se`) with clusters.
     6. ``significant`` := the interval excludes 0 **and** ``p <= alpha``. When the two
        disagree the result is treated as not significant.
-    7. Verdict, with ``tau = threshold`` (in the metric's units):
+    7. Exact bound of a near-degenerate sample. When fewer than 10 problems moved
+       (``d_i != 0``), or all ``d_i`` are equal, the bootstrap's percentiles sit on a
+       handful of lattice points and cannot bound the difference (a zero-width ``[d, d]``
+       says nothing about unseen problems). The bound is then
+       ``[-u(m_-) D, +u(m_+) D]`` with ``m_-``/``m_+`` the problems that moved down/up,
+       ``u(m)`` the exact one-sided Clopper-Pearson upper bound [4]_ on a binomial share
+       at ``1 - (1 - confidence_level)/2`` and ``D = high - low`` of ``inp.value_range``
+       (no finite bound without it, nor when every ``d_i`` is the same non-zero value).
+    8. ``mde_ok`` := the MDE (step 10) at this ``T`` is at most ``tau``.
+    9. Verdict, with ``tau = threshold`` (in the metric's units), ``[lo, hi]`` the
+       interval widened by the exact bound of step 7 where there is one:
 
        ============================================================  ============================  ====
        evidence                                                      verdict                       exit
        ============================================================  ============================  ====
-       ``T < 2``, or ``min_attainable_pvalue(T) > alpha``            insufficient_evidence         3
+       ``T < 2``, or ``min_attainable_pvalue(T or C) > alpha``       insufficient_evidence         3
        significant, ``effect <= -tau``                               regression                    1
        significant, ``effect >= +tau``                               improvement                   0
-       significant, ``ci_low <= -tau < effect``                      inconclusive                  3
+       significant, ``lo <= -tau < effect``                          inconclusive                  3
        significant, otherwise                                        significant_below_threshold   0
-       not significant, ``-tau < ci_low`` and ``ci_high < tau``      equivalent_within_threshold   0
+       not significant, interval inside ``(-tau, tau)``, and so is   equivalent_within_threshold   0
+       ``[lo, hi]``, and ``mde_ok``
+       not significant, interval inside ``(-tau, tau)``, otherwise   insufficient_evidence         3
        not significant, otherwise                                    inconclusive                  3
        ============================================================  ============================  ====
 
        Non-significance is never called equivalence unless the whole interval lies
-       inside the open band ``(-tau, +tau)``; with ``tau = 0`` no result is
+       inside the open band ``(-tau, +tau)``, the sample can bound the difference, and
+       the design could have detected a change of ``tau``; with ``tau = 0`` no result is
        equivalent. Comparisons with ``tau`` and with 0 count values within a relative
        ``1e-9`` as equal, so a mean that is exactly ``-tau`` in exact arithmetic is a
        regression despite float noise.
-    8. Power [1]_: minimum detectable effect at ``power``, two-sided ``alpha``, at this
+    10. Power [1]_: minimum detectable effect at ``power``, two-sided ``alpha``, at this
        ``T``, from the observed variance. With counts (``inp.c_*``, ``inp.n_*``) it uses
        the variance components ``omega2 = Var(x_c - x_b)``, ``sigma2_*`` and ``k_*``
        (:func:`rolleval.stats.paired_variance_components`)::
 
-           MDE = (z_{alpha/2} + z_beta) * sqrt((omega2 + sigma2_b/k_b + sigma2_c/k_c) / T)
+           MDE = (z_{alpha/2} + z_beta) * sqrt((omega2 + sigma2_candidate/k_candidate + sigma2_c/k_c) / T)
 
        otherwise ``MDE = (z_{alpha/2} + z_beta) * se`` (the same quantity without the
        split). When the verdict is inconclusive or insufficient evidence:
@@ -541,6 +747,8 @@ def paired_compare(
          with counts, and None when the between-problem variance ``omega2`` alone keeps
          the MDE above ``tau`` (more rollouts cannot help: add problems).
          ``power_note`` says why a figure is None.
+       - For a near-degenerate sample ``needed_problems`` is also at least the ``T`` at
+         which the exact bound, at the same share of problems moved, fits in the band.
 
     Parameters
     ----------
@@ -561,7 +769,8 @@ def paired_compare(
         as ``seed``; a Generator is drawn from by the bootstrap, then by the test; None
         takes fresh OS entropy (not reproducible).
     power : float, default 0.8
-        Power of the planning figures, in (alpha/2, 1).
+        Power of the MDE (and so of the equivalence condition ``mde_ok``) and of the
+        planning figures, in (alpha/2, 1).
 
     Returns
     -------
@@ -578,10 +787,11 @@ def paired_compare(
 
     Notes
     -----
-    The bootstrap interval has zero width when every ``d_i`` is equal (e.g. identical
-    scores on both sides): at small ``T`` such an "equivalent" verdict rests on the
-    data alone, with no spread to estimate; ``mde`` (0 without counts, positive with
-    counts) and ``power_note`` show it.
+    Equivalence from a zero-width interval was possible before rolleval 0.x (issue 10):
+    a run compared with itself, or greedy runs that agree, were called equivalent from
+    6 problems up. Such samples now get ``insufficient_evidence`` with the number of
+    problems the exact bound needs (about 183 with no problem moved at ``tau = 0.02``
+    on a 0-1 metric).
 
     References
     ----------
@@ -591,6 +801,8 @@ def paired_compare(
        Hall/CRC, 1993, ch. 13.
     .. [3] P. Good, *Permutation, Parametric, and Bootstrap Tests of Hypotheses*, 3rd ed.,
        Springer, 2005, ch. 3 (paired one-sample permutation test).
+    .. [4] C. J. Clopper and E. S. Pearson, "The use of confidence or fiducial limits
+       illustrated in the case of the binomial", *Biometrika* 26(4):404-413, 1934.
 
     Examples
     --------
@@ -599,11 +811,11 @@ def paired_compare(
     >>> base = np.tile([0.75, 0.25, 1.0, 0.5], 50)          # 200 problems, pass@1
     >>> cand = base - np.tile([0.125, 0.0, 0.0, 0.125], 50)  # half of them drop 1/8
     >>> res = paired_compare(PairedInput(base, cand), n_resamples=2000)
-    >>> res.verdict.value, res.exit_code, res.effect, res.n_problems
+    >>> res.verdict, res.exit_code, res.effect, res.n_problems
     ('regression', 1, -0.0625, 200)
     >>> res.ci_high < -0.02 and res.pvalue < 0.05
     True
-    >>> paired_compare(PairedInput(base[:4], cand[:4])).verdict.label
+    >>> paired_compare(PairedInput(base[:4], cand[:4])).label
     'insufficient evidence'
     """
     args = _validate_paired_compare(
@@ -612,12 +824,18 @@ def paired_compare(
     t, direction = args.baseline.size, args.direction
     a, b = direction * args.candidate, direction * args.baseline
     d = a - b
-    exact = t <= args.n_resamples.bit_length() - 1  # 2**t <= n_resamples
+    clustered = args.clusters is not None
+    n_units = args.n_clusters if clustered else t
+    assert n_units is not None
+    exact = n_units <= args.n_resamples.bit_length() - 1  # 2**units <= n_resamples
     test_kind = "exact" if exact else f"randomized, B={args.n_resamples}"
     common = {
         "confidence_level": args.confidence_level,
         "n_problems": t,
         "n_dropped": args.n_dropped,
+        "n_moved": int(np.count_nonzero(d)),
+        "unit": "cluster" if clustered else "problem",
+        "n_clusters": args.n_clusters,
         "threshold": args.threshold,
         "alpha": args.alpha,
         "power": args.power,
@@ -625,18 +843,28 @@ def paired_compare(
         "n_resamples": args.n_resamples,
         "seed": args.seed,
     }
-    method = (
-        f"paired over problems, d = {direction:+d} * (candidate - baseline); percentile "
-        f"bootstrap CI (grouped, B={args.n_resamples}); two-sided sign-flip test ({test_kind})"
-    )
-    too_few = _too_few(t, args.n_resamples, args.alpha)
+    if clustered:
+        method = (
+            f"paired over problems in {args.n_clusters} declared clusters, d = {direction:+d} * "
+            f"(candidate - baseline); cluster bootstrap CI (percentile, B={args.n_resamples}); "
+            f"two-sided sign-flip test per cluster ({test_kind})"
+        )
+    else:
+        method = (
+            f"paired over problems, d = {direction:+d} * (candidate - baseline); percentile "
+            f"bootstrap CI (grouped, B={args.n_resamples}); two-sided sign-flip test ({test_kind})"
+        )
+    too_few = _too_few(n_units, args.n_resamples, args.alpha, "cluster" if clustered else "problem")
     if t == 0:
         return Comparison(
-            verdict=Verdict.INSUFFICIENT_EVIDENCE,
-            exit_code=Verdict.INSUFFICIENT_EVIDENCE.exit_code,
+            verdict="insufficient_evidence",
+            exit_code=verdict_exit_code("insufficient_evidence"),
             effect=None,
             ci_low=None,
             ci_high=None,
+            ci_status="unavailable",
+            bound_low=None,
+            bound_high=None,
             pvalue=None,
             pvalue_exact=False,
             se=None,
@@ -651,39 +879,104 @@ def paired_compare(
             **common,
         )
     effect = math.fsum(d) / t
-    test = sign_flip_test(a, b, n_resamples=args.n_resamples, alternative="two-sided", rng=args.rng)
-    se = paired_se(a, b)
-    if t >= 2:
-        boot = grouped_bootstrap_ci(
-            d, n_resamples=args.n_resamples, confidence_level=args.confidence_level, rng=args.rng
+    if clustered:
+        labels = args.clusters
+        test = cluster_sign_flip_test(
+            a, b, labels, n_resamples=args.n_resamples, alternative="two-sided", rng=args.rng
         )
+        se = clustered_se(d, labels) if args.n_clusters and args.n_clusters >= 2 else None
+    else:
+        test = sign_flip_test(
+            a, b, n_resamples=args.n_resamples, alternative="two-sided", rng=args.rng
+        )
+        se = paired_se(a, b)
+    ci_status: Literal["ok", "degenerate", "unavailable"] = "unavailable"
+    if t >= 2:
+        if clustered:
+            boot = cluster_bootstrap_ci(
+                d,
+                args.clusters,
+                n_resamples=args.n_resamples,
+                confidence_level=args.confidence_level,
+                rng=args.rng,
+            )
+        else:
+            boot = grouped_bootstrap_ci(
+                d,
+                n_resamples=args.n_resamples,
+                confidence_level=args.confidence_level,
+                rng=args.rng,
+            )
         ci_low, ci_high = boot.low, boot.high
+        ci_status = "degenerate" if boot.status == "degenerate" else "ok"
         excludes = _excludes_zero(ci_low, ci_high, float(np.max(np.abs(d))))
     else:
         ci_low = ci_high = None
         excludes = False
     significant = bool(excludes and test.pvalue <= args.alpha)
+    bound = _exact_bound(d, args) if t >= 2 else None
+    # first pass: the verdict without the MDE condition, to know whether power matters
+    mde_probe = _power(args, d, se, "equivalent_within_threshold", None).mde
+    mde_ok = mde_probe is not None and _at_most(mde_probe, args.threshold)
+    why_unbounded: str | None = None
     if too_few is not None:
-        verdict = Verdict.INSUFFICIENT_EVIDENCE
+        verdict: ComparisonVerdict = "insufficient_evidence"
         reason = too_few
     else:
+        assert ci_low is not None and ci_high is not None
         verdict = _decide(
             effect=effect,
             ci_low=ci_low,
             ci_high=ci_high,
             significant=significant,
             threshold=args.threshold,
+            bound_low=None if bound is None else bound.low,
+            bound_high=None if bound is None else bound.high,
+            mde_ok=mde_ok,
         )
+        if bound is not None:
+            if math.isinf(bound.low) or math.isinf(bound.high):
+                why_unbounded = (
+                    f"the sample is degenerate (every one of the {t} paired differences is "
+                    f"{d[0]:+.4g}) and has no finite exact bound"
+                    if bool(np.all(d == d[0]))
+                    else f"only {common['n_moved']} of {t} problems moved and the metric's "
+                    "range is unknown, so no exact bound exists"
+                )
+            elif not (bound.low > -args.threshold and bound.high < args.threshold):
+                why_unbounded = (
+                    f"only {common['n_moved']} of {t} problems moved: the exact bound "
+                    f"[{bound.low:.4g}, {bound.high:.4g}] on the effect (share of problems "
+                    "that moved, Clopper-Pearson, times the metric's range) reaches the threshold"
+                )
+        if verdict == "inconclusive" and not (significant and ci_low > -args.threshold):
+            why_unbounded = None
+        if verdict == "insufficient_evidence" and why_unbounded is None and mde_probe is not None:
+            why_unbounded = (
+                f"the minimum detectable effect at this size, {mde_probe:.4g} at power "
+                f"{args.power:g}, exceeds the threshold"
+            )
         reason = _explain(
-            verdict, significant, excludes, effect, ci_low, ci_high, test.pvalue, args.threshold
+            verdict,
+            significant,
+            excludes,
+            effect,
+            ci_low,
+            ci_high,
+            test.pvalue,
+            args.threshold,
+            why_unbounded,
         )
-    plan = _power(args, d, se, verdict)
+    plan = _power(args, d, se, verdict, bound)
     return Comparison(
         verdict=verdict,
-        exit_code=verdict.exit_code,
+        exit_code=verdict_exit_code(verdict),
         effect=effect,
         ci_low=ci_low,
         ci_high=ci_high,
+        ci_status=ci_status,
+        bound_low=None if bound is None else bound.low,
+        bound_high=None if bound is None else bound.high,
         pvalue=test.pvalue,
         pvalue_exact=test.exact,
         se=se,

@@ -1,54 +1,135 @@
-"""``rolleval plan``: how many problems and rollouts a comparison needs (Miller 2024).
+"""``rolleval plan``: problems and rollouts for the ``regression`` verdict at a true drop.
 
 From a pilot run (or a baseline/candidate pair) per task: the variance components of pass@1
 (between-problem variance of true success rates, mean within-problem Bernoulli variance),
-then the number of problems and of rollouts per problem needed to detect a given effect
-with a given power, and the minimum detectable effect of the current design.
+then the number of problems, and of rollouts per problem, at which ``rolleval compare``
+returns ``regression`` with the requested power when the candidate truly dropped by
+``effect`` -- a verdict that needs the drop to be significant *and* at least the threshold.
 """
 
 from __future__ import annotations
 
+import math
 import os
 from typing import Any
 
+from ..errors import UsageError
 from ..stats import (
     minimum_detectable_effect,
     paired_variance_components,
+    regression_power,
     required_problems,
     required_rollouts,
     variance_components,
 )
 from ._align import align_frames
-from ._frame import load_frames
+from ._frame import load_frames, resolve_tasks
 
 __all__ = ["plan_runs"]
+
+
+def _check(effect: float, threshold: float, alpha: float, power: float) -> None:
+    for name, value in (("effect", effect), ("alpha", alpha), ("power", power)):
+        if not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise UsageError(f"`{name}` must be a number; got {value!r}")
+    if effect <= 0:
+        raise UsageError(f"`effect` must be a drop > 0 in pass@1 units; got {effect}")
+    if not isinstance(threshold, (int, float)) or not 0 <= threshold < 1:
+        raise UsageError(f"`threshold` must lie in [0, 1); got {threshold!r}")
+    if not 0 < alpha < 1 or not alpha / 2 < power < 1:
+        raise UsageError(
+            f"`alpha` must lie in (0, 1) and `power` in (alpha/2, 1); got {alpha}, {power}"
+        )
 
 
 def plan_runs(
     pilot: str | os.PathLike[str],
     candidate: str | os.PathLike[str] | None = None,
     *,
-    effect: float = 0.02,
+    effect: float = 0.04,
+    threshold: float = 0.02,
     alpha: float = 0.05,
     power: float = 0.8,
     tasks: list[str] | None = None,
 ) -> dict[str, Any]:
-    """Variance components, required problems / rollouts and the current MDE, per task.
+    r"""Sizes at which ``rolleval compare`` gives ``regression`` for a true drop of ``effect``.
 
-    With one pilot run the comparison is assumed to differ from it by a constant shift on
-    every problem (omega^2 = Var(x_A - x_B) = 0): the required sizes are then lower bounds.
-    With a candidate run, omega^2 is estimated from the pair.
+    The verdict ``regression`` needs a significant drop (interval and sign-flip test at
+    ``alpha``) whose estimate is at least ``threshold`` (``tau``). With the estimate
+    ``N(-delta, s^2)`` (normal approximation, paired over problems) its probability is
+    (:func:`rolleval.stats.regression_power`)
+
+    .. math:: P = \Phi\left(\frac{\delta - \max(\tau, z_{\alpha/2}\,s)}{s}\right),
+
+    so ``power`` needs ``s <= min(delta / (z_{alpha/2} + z_beta), (delta - tau) / z_beta)``.
+    ``s^2 = (omega2 + sigma2_baseline/k_baseline + sigma2_candidate/k_candidate) / T``
+    (Miller 2024) gives the problems ``T`` (:func:`rolleval.stats.required_problems` with
+    ``threshold``) and, at the pilot's ``T``, the rollouts per problem
+    (:func:`rolleval.stats.required_rollouts`).
+
+    A drop of at most the threshold (``delta <= tau``) is flagged at most about half the
+    time (exactly ``tau``: 1/2) whatever the size; the plan then says so and gives no size.
+
+    With one pilot run the candidate is assumed to shift every problem equally
+    (``omega2 = 0``) and to have the pilot's within-problem variance: the sizes are lower
+    bounds. With a candidate run, ``omega2`` is estimated from the pair.
+
+    Parameters
+    ----------
+    pilot : path
+        Run directory or baseline file (the baseline side).
+    candidate : path, optional
+        A candidate run, to estimate the paired variance.
+    effect : float, default 0.04
+        The true drop ``delta`` to catch, in pass@1 units (> 0).
+    threshold : float, default 0.02
+        ``tau`` of the comparison that will be run (``rolleval compare --threshold``).
+    alpha, power : float
+        Two-sided level of the comparison, and the power wanted for the verdict.
+    tasks : list of str, optional
+        Tasks to plan (default: every task of the pilot).
+
+    Returns
+    -------
+    dict
+        ``effect``, ``threshold``, ``alpha``, ``power``, ``verdict`` (``"regression"``),
+        ``assumption`` and, per task, the components (``omega2``, ``sigma2_baseline``,
+        ``k_baseline``, ``sigma2_candidate``, ``k_candidate``), ``required_problems``,
+        ``required_rollouts_at_current_problems``, ``mde_current`` (significance at
+        ``power``), ``regression_power_current`` and ``status``.
+
+    Raises
+    ------
+    rolleval.errors.UsageError
+        On out-of-range arguments, or a task missing from the pilot or the candidate.
     """
+    _check(effect, threshold, alpha, power)
     fa = load_frames(pilot)
     fb = load_frames(candidate) if candidate is not None else None
+    below = effect <= threshold
     out: dict[str, Any] = {
         "effect": effect,
+        "threshold": threshold,
         "alpha": alpha,
         "power": power,
+        "verdict": "regression",
         "unit": "problem",
+        "assumption": (
+            "normal approximation of the paired effect; the regression verdict needs a "
+            "significant drop of at least the threshold"
+        ),
         "tasks": {},
     }
-    for name in tasks or list(fa):
+    if below:
+        out["note"] = (
+            f"a true drop of {effect:g} is not above the threshold {threshold:g}: compare "
+            "flags such a drop as a regression at most about half the time (a drop of exactly "
+            "the threshold: half the time), whatever the number of problems; plan for a "
+            "larger effect or compare with a smaller --threshold"
+        )
+    for name in resolve_tasks(
+        fa, fb, tasks, sources=(pilot, candidate), sides=("pilot", "candidate")
+    ):
         a = fa[name]
         if fb is not None:
             al = align_frames(a, fb[name], unmatched="exclude")
@@ -58,47 +139,90 @@ def plan_runs(
                 fb[name].c[al.pos_candidate],
                 fb[name].n[al.pos_candidate],
             )
-            kw = comp.power_kwargs() if comp.status == "ok" else None
             T = len(al.ids)
-            assumption = "omega^2 estimated from the baseline/candidate pair"
-            components = {
-                k: getattr(comp, k)
-                for k in ("omega2", "sigma2_a", "sigma2_b", "k_a", "k_b", "n", "status", "reason")
+            assumption = "omega2 estimated from the baseline/candidate pair"
+            components: dict[str, Any] = {
+                "omega2": comp.omega2,
+                "sigma2_baseline": comp.sigma2_baseline,
+                "k_baseline": comp.k_baseline,
+                "sigma2_candidate": comp.sigma2_candidate,
+                "k_candidate": comp.k_candidate,
+                "n": comp.n,
+                "status": comp.status,
+                "reason": comp.reason,
             }
+            ok = comp.status == "ok"
         else:
-            ok = a.n >= 2
-            vc = variance_components(a.c[ok], a.n[ok])
-            T = int(ok.sum())
+            keep = a.n >= 2
+            vc = variance_components(a.c[keep], a.n[keep])
+            T = int(keep.sum())
+            ok = vc.status == "ok" and vc.within is not None
             components = {
-                k: getattr(vc, k)
-                for k in ("between", "within", "observed", "k", "n", "status", "reason")
+                "between": vc.between,
+                "within": vc.within,
+                "observed": vc.observed,
+                "omega2": 0.0 if ok else None,
+                "sigma2_baseline": vc.within,
+                "k_baseline": vc.k,
+                "sigma2_candidate": vc.within,
+                "k_candidate": vc.k,
+                "n": vc.n,
+                "status": vc.status,
+                "reason": vc.reason,
             }
-            kw = None
-            if vc.status == "ok" and vc.within is not None:
-                kw = {
-                    "omega2": 0.0,
-                    "sigma2_a": vc.within,
-                    "k_a": vc.k,
-                    "sigma2_b": vc.within,
-                    "k_b": vc.k,
-                }
-            assumption = "one pilot run: the candidate is assumed to shift every problem equally (omega^2 = 0), so sizes are lower bounds"
+            assumption = (
+                "one pilot run: the candidate is assumed to shift every problem equally "
+                "(omega2 = 0) with the pilot's within-problem variance, so sizes are lower bounds"
+            )
         entry: dict[str, Any] = {"problems": T, "components": components, "assumption": assumption}
-        if kw is None or T < 2:
+        if not ok or T < 2:
             entry["status"] = "unavailable"
             entry["reason"] = (
                 components.get("reason")
                 or "need at least 2 problems with 2 or more gradable rollouts"
             )
+            out["tasks"][name] = entry
+            continue
+        kw = {
+            "omega2": float(components["omega2"]),
+            "sigma2_baseline": float(components["sigma2_baseline"]),
+            "k_baseline": float(components["k_baseline"]),
+            "sigma2_candidate": float(components["sigma2_candidate"]),
+            "k_candidate": float(components["k_candidate"]),
+        }
+        variance = (
+            kw["omega2"]
+            + kw["sigma2_baseline"] / kw["k_baseline"]
+            + kw["sigma2_candidate"] / kw["k_candidate"]
+        )
+        entry["status"] = "ok"
+        entry["mde_current"] = minimum_detectable_effect(T, alpha=alpha, power=power, **kw)
+        se_now = math.sqrt(variance / T)
+        entry["regression_power_current"] = (
+            regression_power(effect, se=se_now, threshold=threshold, alpha=alpha)
+            if se_now > 0
+            else None
+        )
+        entry["required_problems_significance"] = required_problems(
+            effect, alpha=alpha, power=power, **kw
+        )
+        if below:
+            entry["required_problems"] = None
+            entry["required_rollouts_at_current_problems"] = None
+            entry["reason"] = out["note"]
         else:
-            entry["status"] = "ok"
-            entry["mde_current"] = minimum_detectable_effect(T, alpha=alpha, power=power, **kw)
-            entry["required_problems"] = required_problems(effect, alpha=alpha, power=power, **kw)
-            rk = dict(kw)
-            rk.pop("k_a")
-            rk.pop("k_b")
+            entry["required_problems"] = required_problems(
+                effect, alpha=alpha, power=power, threshold=threshold, **kw
+            )
             entry["required_rollouts_at_current_problems"] = required_rollouts(
-                effect, T, alpha=alpha, power=power, **rk
+                effect,
+                T,
+                omega2=kw["omega2"],
+                sigma2_baseline=kw["sigma2_baseline"],
+                sigma2_candidate=kw["sigma2_candidate"],
+                alpha=alpha,
+                power=power,
+                threshold=threshold,
             )
         out["tasks"][name] = entry
     return out

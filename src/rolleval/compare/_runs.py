@@ -8,30 +8,56 @@ overall verdict applies Holm across tasks (:func:`gate_decision`).
 
 from __future__ import annotations
 
+import dataclasses
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
-from ..errors import EXIT_OK, UsageError
+from ..errors import EXIT_INCONCLUSIVE, EXIT_NEGATIVE, EXIT_OK, UsageError
+from ..report import pooled_rate
 from ._align import Alignment, align_frames
-from ._frame import HEALTH_METRICS, ProblemFrame, load_frames, metric_direction
+from ._common_k import COMMON_K_METRICS, common_k_values
+from ._evidence import check_complete, drop_accounting, refuse_incomplete, unjudged_bound
+from ._frame import (
+    HEALTH_METRICS,
+    ProblemFrame,
+    canonical_metric,
+    load_frames,
+    metric_direction,
+    resolve_tasks,
+)
 from ._movers import problem_movers
-from ._paired import PairedInput, paired_compare
+from ._paired import Comparison, PairedInput, paired_compare
+from ._rule import ComparisonVerdict, verdict_exit_code, verdict_label
 from ._verdict import gate_decision
 
-__all__ = ["CompareResult", "TaskComparison", "compare_frames", "compare_runs", "default_threshold"]
+__all__ = [
+    "CompareResult",
+    "TaskComparison",
+    "compare_frames",
+    "compare_runs",
+    "decide_overall",
+    "default_threshold",
+]
+
 
 _RATE_METRICS_PREFIX = ("pass@", "pass^", "G-Pass@", "mG-Pass@", "maj@", "consecutive-pass^")
 
 
-def default_threshold(metric: str) -> float:
-    """0.02 for metrics on a 0-1 scale; other metrics need an explicit threshold."""
-    if metric.startswith(_RATE_METRICS_PREFIX) or metric in (
+def _is_rate(metric: str) -> bool:
+    return metric.startswith(_RATE_METRICS_PREFIX) or metric in (
         "self_consistency",
         *[m for m in HEALTH_METRICS if m.endswith("_rate")],
-    ):
+    )
+
+
+def default_threshold(metric: str) -> float:
+    """0.02 for metrics on a 0-1 scale; other metrics need an explicit threshold."""
+    metric = canonical_metric(metric)
+    if _is_rate(metric):
         return 0.02
     raise UsageError(
         f"metric {metric!r} is not a rate on a 0-1 scale: pass --threshold in its own units"
@@ -48,6 +74,10 @@ class TaskComparison:
     health: dict[str, dict[str, Any]]
     self_consistency: dict[str, Any] | None
     movers: list[dict[str, Any]]
+    problems: dict[str, Any] = field(default_factory=dict)
+    unjudged: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    forced_inconclusive: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -56,6 +86,9 @@ class TaskComparison:
             **self.comparison.to_dict(),
             "better": "higher" if metric_direction(self.metric) > 0 else "lower",
             "alignment": self.alignment.to_dict(),
+            "problems": self.problems,
+            "unjudged": self.unjudged,
+            "warnings": self.warnings,
             "sides": self.sides,
             "health": self.health,
             "self_consistency": self.self_consistency,
@@ -72,7 +105,10 @@ class CompareResult:
     verdict: str
     exit_code: int
     adjusted_pvalues: dict[str, float | None] = field(default_factory=dict)
+    adjusted_verdicts: dict[str, str] = field(default_factory=dict)
     skipped_tasks: dict[str, str] = field(default_factory=dict)
+    reasons: list[str] = field(default_factory=list)
+    incomplete: list[dict[str, Any]] = field(default_factory=list)
     observe: bool = False
 
     def to_dict(self) -> dict[str, Any]:
@@ -85,29 +121,53 @@ class CompareResult:
             "exit_code": self.exit_code,
             "observe": self.observe,
             "multiplicity": "Holm across tasks",
+            "timeouts": "counted as failures in every metric (estimand: passes within the time budget), unless a task sets timeout_policy: excluded",
             "adjusted_pvalues": self.adjusted_pvalues,
+            "adjusted_verdicts": self.adjusted_verdicts,
             "skipped_tasks": self.skipped_tasks,
+            "reasons": self.reasons,
+            "incomplete": self.incomplete,
             "tasks": [t.to_dict() for t in self.tasks],
         }
 
 
 def _side_counts(fr: ProblemFrame, pos: np.ndarray) -> dict[str, Any]:
+    assert fr.gradable is not None and fr.missing is not None
     return {
         "source": fr.source,
         "kind": fr.kind,
         "run_id": fr.run_id,
         "model": fr.model,
+        "run_status": fr.run_status,
         "problems": len(fr.ids),
         "matched_problems": len(pos),
-        "gradable_rollouts": int(fr.n[pos].sum()),
+        "gradable_rollouts": int(fr.gradable[pos].sum()),
         "requested_rollouts": int(fr.requested[pos].sum()),
         "correct_rollouts": int(fr.c[pos].sum()),
+        "missing_rollouts": int(fr.missing[pos].sum()),
+        "denominator_policy": fr.settings.get("denominator_policy"),
+        "timeout_policy": fr.settings.get("timeout_policy"),
     }
 
 
-def _mean(a: np.ndarray) -> float | None:
-    a = a[~np.isnan(a)]
-    return float(a.mean()) if len(a) else None
+def _health_values(fr: ProblemFrame, pos: np.ndarray, name: str) -> np.ndarray:
+    """Per-problem values of a pooled health rate over the problems ``pos`` whose mean is
+    exactly the pooled rate ``R = sum(num) / sum(den)``: the ratio estimator linearised
+    (delta method), ``z_i = num_i / m + R (1 - den_i / m)`` with ``m = mean(den)``."""
+    num, den = (a[pos].astype(np.float64) for a in fr.health[name])
+    rate = pooled_rate(num, den)
+    if rate is None:
+        return np.full(len(pos), np.nan)
+    m = float(den.mean())
+    return num / m + rate * (1.0 - den / m)
+
+
+def _metric_values(fr: ProblemFrame, pos: np.ndarray, metric: str) -> np.ndarray:
+    if metric in HEALTH_METRICS:
+        if metric not in fr.health:
+            raise UsageError(f"{fr.source}: task {fr.task!r} has no health counts for {metric!r}")
+        return _health_values(fr, pos, metric)
+    return fr.value(metric)[pos]
 
 
 def compare_frames(
@@ -117,22 +177,29 @@ def compare_frames(
     metric: str = "pass@1",
     threshold: float | None = None,
     alpha: float = 0.05,
+    confidence_level: float | None = None,
     n_resamples: int = 10_000,
-    seed: int = 0,
+    rng: int | np.random.Generator | None = 0,
     power: float = 0.8,
     unmatched: Literal["error", "exclude"] = "error",
     require_provenance: bool = False,
     top: int = 10,
 ) -> TaskComparison:
     """Compare one task of two runs on one metric (see :func:`compare_runs`)."""
+    metric = canonical_metric(metric)
     al = align_frames(
         baseline, candidate, unmatched=unmatched, require_provenance=require_provenance
     )
     tau = default_threshold(metric) if threshold is None else threshold
     direction = metric_direction(metric)
     pb, pc = al.pos_baseline, al.pos_candidate
-    vb = baseline.value(metric)[pb]
-    vc = candidate.value(metric)[pc]
+    if metric in COMMON_K_METRICS:
+        vb, vc, common_k = common_k_values(baseline, candidate, pb, pc, metric)
+        al.notes.append(common_k["note"])
+    else:
+        vb = _metric_values(baseline, pb, metric)
+        vc = _metric_values(candidate, pc, metric)
+    clusters = [baseline.clusters[i] for i in pb.tolist()]
     binomial = metric == "pass@1" and baseline.settings.get("score_key", "correct") == "correct"
     inp = PairedInput(
         baseline=vb,
@@ -142,30 +209,46 @@ def compare_frames(
         n_baseline=baseline.n[pb] if binomial else None,
         c_candidate=candidate.c[pc] if binomial else None,
         n_candidate=candidate.n[pc] if binomial else None,
+        value_range=(0.0, 1.0) if _is_rate(metric) else None,
+        clusters=clusters if any(c is not None for c in clusters) else None,
     )
-    comp = paired_compare(
-        inp, threshold=tau, alpha=alpha, n_resamples=n_resamples, rng=seed, power=power
-    )
+    stats = {
+        "alpha": alpha,
+        "confidence_level": confidence_level,
+        "n_resamples": n_resamples,
+        "rng": rng,
+        "power": power,
+    }
+    comp = paired_compare(inp, threshold=tau, **stats)
+    problems, warnings = drop_accounting(al, vb, vc, metric, baseline, candidate)
+    unjudged, why = unjudged_bound(baseline, candidate, al, metric, comp, stats)
+    if why is not None:
+        comp = dataclasses.replace(
+            comp,
+            verdict="inconclusive",
+            exit_code=verdict_exit_code("inconclusive"),
+            reason=why,
+        )
     health = {}
     for name in HEALTH_METRICS:
-        hb, hc = _mean(baseline.value(name)[pb]), _mean(candidate.value(name)[pc])
+        if name not in baseline.health or name not in candidate.health:
+            continue
+        hb = pooled_rate(*(a[pb] for a in baseline.health[name]))
+        hc = pooled_rate(*(a[pc] for a in candidate.health[name]))
         health[name] = {
             "baseline": hb,
             "candidate": hc,
             "delta": None if hb is None or hc is None else hc - hb,
             "direction": "lower is better",
+            "definition": HEALTH_METRICS[name],
         }
     sc = None
-    if metric != "self_consistency" and "self_consistency" in baseline.values:
+    if metric != "self_consistency" and baseline.votes is not None and candidate.votes is not None:
+        sc_b, sc_c, _ = common_k_values(baseline, candidate, pb, pc, "self_consistency")
         sc_comp = paired_compare(
-            PairedInput(
-                baseline.value("self_consistency")[pb], candidate.value("self_consistency")[pc]
-            ),
+            PairedInput(sc_b, sc_c, value_range=(0.0, 1.0), clusters=inp.clusters),
             threshold=0.02,
-            alpha=alpha,
-            n_resamples=n_resamples,
-            rng=seed,
-            power=power,
+            **stats,
         )
         sc = {k: sc_comp.to_dict()[k] for k in ("verdict", "effect", "ci_low", "ci_high", "pvalue")}
         sc["note"] = (
@@ -189,7 +272,70 @@ def compare_frames(
         health=health,
         self_consistency=sc,
         movers=movers,
+        problems=problems,
+        unjudged=unjudged,
+        warnings=warnings,
+        forced_inconclusive=why is not None,
     )
+
+
+@dataclass(frozen=True)
+class Overall:
+    """The overall decision over several comparisons (see :func:`decide_overall`)."""
+
+    verdict: Literal["regression", "inconclusive", "pass"]
+    exit_code: int
+    verdicts: dict[str, ComparisonVerdict]
+    adjusted_pvalues: dict[str, float | None]
+    notes: list[str]
+
+
+def decide_overall(
+    comparisons: Mapping[str, Comparison],
+    *,
+    alpha: float,
+    forced: set[str] | frozenset[str] = frozenset(),
+) -> Overall:
+    """Holm across ``comparisons`` (:func:`gate_decision`), then two rules on top:
+
+    * a comparison in ``forced`` (its verdict did not survive a worst-case bound) stays
+      inconclusive;
+    * an improvement (or a significant change below the threshold) whose own interval lies
+      above 0 keeps its verdict when Holm removes its significance. Holm guards the blocking
+      decision, "worse", and an interval that excludes every drop can never block; only the
+      label of a non-blocking change would move, and "inconclusive" would claim that a drop
+      is possible where the interval excludes it. Such labels are per comparison, not
+      multiplicity-adjusted, and say so in ``notes``.
+    """
+    gate = gate_decision(comparisons, alpha=alpha)
+    verdicts: dict[str, ComparisonVerdict] = {}
+    notes: list[str] = []
+    for key, gm in gate.metrics.items():
+        comp = comparisons[key]
+        v = gm.verdict
+        if key in forced:
+            v = "inconclusive"
+        elif (
+            v == "inconclusive"
+            and comp.verdict in ("improvement", "significant_below_threshold")
+            and comp.ci_low is not None
+            and comp.ci_low > 0
+        ):
+            v = comp.verdict
+            notes.append(
+                f"{key}: {verdict_label(v)} kept although Holm removes its significance: its interval "
+                f"[{comp.ci_low:+.4f}, {comp.ci_high:+.4f}] excludes every drop, so it cannot block "
+                "(the label is not multiplicity-adjusted)"
+            )
+        verdicts[key] = v
+    values = set(verdicts.values())
+    if "regression" in values:
+        return Overall("regression", EXIT_NEGATIVE, verdicts, dict(gate.adjusted_pvalues), notes)
+    if values & {"inconclusive", "insufficient_evidence"}:
+        return Overall(
+            "inconclusive", EXIT_INCONCLUSIVE, verdicts, dict(gate.adjusted_pvalues), notes
+        )
+    return Overall("pass", EXIT_OK, verdicts, dict(gate.adjusted_pvalues), notes)
 
 
 def compare_runs(
@@ -199,36 +345,59 @@ def compare_runs(
     metric: str = "pass@1",
     threshold: float | None = None,
     alpha: float = 0.05,
+    confidence_level: float | None = None,
     n_resamples: int = 10_000,
-    seed: int = 0,
+    rng: int | np.random.Generator | None = 0,
     power: float = 0.8,
     tasks: list[str] | None = None,
     unmatched: Literal["error", "exclude"] = "error",
     require_provenance: bool = False,
     observe: bool = False,
+    allow_incomplete: bool = False,
 ) -> CompareResult:
     """Compare a candidate run with a baseline (run directory or baseline file), task by task.
 
     Exit code of the result: 1 when any task shows an established regression (Holm across
-    tasks), 3 when any task is inconclusive or lacks evidence, 0 otherwise; with
-    ``observe`` always 0 (input errors still raise).
+    tasks), 3 when any task is inconclusive or lacks evidence, or a baseline task has no
+    counterpart in the candidate (unless ``tasks`` names the tasks to compare), 0
+    otherwise; with ``observe`` always 0. Input errors raise ``UsageError`` (exit 2), also
+    under ``observe`` when nothing could be compared; an incomplete run raises ``RunError``
+    (exit 4) unless ``allow_incomplete``, and then the result carries its missing counts.
     """
+    metric = canonical_metric(metric)
     fa = load_frames(baseline)
     fb = load_frames(candidate)
-    names = tasks or sorted(fa.keys() & fb.keys(), key=lambda t: list(fa).index(t))
+    names = resolve_tasks(fa, fb, tasks, sources=(baseline, candidate))
+    incomplete = [
+        *check_complete({t: fa[t] for t in names}, baseline, "baseline"),
+        *check_complete({t: fb[t] for t in names}, candidate, "candidate"),
+    ]
+    if not allow_incomplete:
+        refuse_incomplete(incomplete)
     skipped: dict[str, str] = {}
-    for t in sorted(fa.keys() ^ fb.keys()):
-        if tasks is None:
-            skipped[t] = "only in the baseline" if t in fa else "only in the candidate"
-    for t in names:
-        if t not in fa or t not in fb:
-            where = "baseline" if t not in fa else "candidate"
-            raise UsageError(
-                f"task {t!r} is not in the {where} ({baseline if where == 'baseline' else candidate})"
+    reasons: list[str] = []
+    if not tasks:
+        for t in fa:
+            if t not in fb:
+                skipped[t] = "only in the baseline: not evaluated"
+        for t in fb:
+            if t not in fa:
+                skipped[t] = "only in the candidate: no baseline to compare with"
+        missing = [t for t in fa if t not in fb]
+        if missing:
+            reasons.append(
+                f"baseline task(s) {', '.join(missing)} have no counterpart in the candidate: not "
+                "evaluated (name the tasks to compare with --task)"
             )
     if not names:
         raise UsageError(
             f"the runs share no task (baseline: {', '.join(fa) or 'none'}; candidate: {', '.join(fb) or 'none'})"
+        )
+    for item in incomplete:
+        reasons.append(
+            f"the {item['side']} is incomplete (status {item['run_status']!r}, task {item['task']!r}: "
+            f"{item['missing_rollouts']} of {item['requested_rollouts']} rollouts missing); "
+            "compared under --allow-incomplete"
         )
     results = [
         compare_frames(
@@ -237,24 +406,40 @@ def compare_runs(
             metric=metric,
             threshold=threshold,
             alpha=alpha,
+            confidence_level=confidence_level,
             n_resamples=n_resamples,
-            seed=seed,
+            rng=rng,
             power=power,
             unmatched=unmatched,
             require_provenance=require_provenance,
         )
         for t in names
     ]
-    gate = gate_decision({r.task: r.comparison for r in results}, alpha=alpha)
-    exit_code = EXIT_OK if observe else gate.exit_code
+    if observe and all(r.comparison.n_problems == 0 for r in results):
+        counts = "; ".join(f"{r.task}: {len(r.alignment.ids)} matched" for r in results)
+        raise UsageError(
+            f"nothing could be compared: no problem has a value for {metric} on both sides "
+            f"({counts}); choose another --metric or check the runs"
+        )
+    overall = decide_overall(
+        {r.task: r.comparison for r in results},
+        alpha=alpha,
+        forced={r.task for r in results if r.forced_inconclusive},
+    )
+    verdict, code = overall.verdict, overall.exit_code
+    if code == EXIT_OK and skipped and any(v.endswith("not evaluated") for v in skipped.values()):
+        verdict, code = "inconclusive", EXIT_INCONCLUSIVE
     return CompareResult(
         baseline=str(baseline),
         candidate=str(candidate),
         metric=metric,
         tasks=results,
-        verdict=gate.verdict,
-        exit_code=exit_code,
-        adjusted_pvalues=dict(gate.adjusted_pvalues),
+        verdict=verdict,
+        exit_code=EXIT_OK if observe else code,
+        adjusted_pvalues=overall.adjusted_pvalues,
+        adjusted_verdicts=dict(overall.verdicts),
         skipped_tasks=skipped,
+        reasons=[*reasons, *overall.notes],
+        incomplete=incomplete,
         observe=observe,
     )

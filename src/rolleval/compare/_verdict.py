@@ -1,136 +1,32 @@
-"""Verdicts of a paired comparison, Holm's step-down adjustment and the multi-metric gate."""
+"""Holm's step-down adjustment and the multi-metric gate over paired comparisons.
+
+The verdict words and the decision rule live in :mod:`._rule`; this module imports
+:mod:`._paired` (never the reverse), so there is no import cycle.
+"""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import Enum
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any
 
 import numpy as np
 
-from ..errors import EXIT_INCONCLUSIVE, EXIT_NEGATIVE, EXIT_OK, UsageError
-from ..stats import min_attainable_pvalue
+from ..errors import UsageError
 from ..stats._validate import check_open_unit, describe
+from ._paired import Comparison
+from ._rule import (
+    GATE_VERDICTS,
+    ComparisonVerdict,
+    GateVerdict,
+    _close,
+    _decide,
+    _too_few,
+    verdict_exit_code,
+)
 
-if TYPE_CHECKING:
-    from ._paired import Comparison
-
-__all__ = ["GateMetric", "GateResult", "Verdict", "gate_decision", "holm"]
-
-# Two numbers within this relative distance are equal when compared with the threshold
-# or with 0: a mean that is exactly -0.02 in exact arithmetic may come out of floats as
-# -0.019999999999999997, and must still count as "at least the threshold".
-_RTOL = 1e-9
-
-
-class Verdict(str, Enum):
-    """Outcome of a paired comparison, from the candidate's side.
-
-    ==============================  ====  ==================================================
-    value                           exit  meaning
-    ==============================  ====  ==================================================
-    ``insufficient_evidence``       3     fewer than 2 problems, or the test cannot reach alpha
-    ``regression``                  1     significant drop at least the threshold
-    ``improvement``                 0     significant gain at least the threshold
-    ``inconclusive``                3     the interval reaches a drop beyond the threshold,
-                                          or it is wider than the band without significance
-    ``significant_below_threshold`` 0     a significant change smaller than the threshold
-    ``equivalent_within_threshold`` 0     not significant, interval inside (-tau, +tau)
-    ==============================  ====  ==================================================
-    """
-
-    INSUFFICIENT_EVIDENCE = "insufficient_evidence"
-    REGRESSION = "regression"
-    IMPROVEMENT = "improvement"
-    INCONCLUSIVE = "inconclusive"
-    SIGNIFICANT_BELOW_THRESHOLD = "significant_below_threshold"
-    EQUIVALENT_WITHIN_THRESHOLD = "equivalent_within_threshold"
-
-    @property
-    def exit_code(self) -> int:
-        """Exit code of ``rolleval compare`` for this verdict (see :mod:`rolleval.errors`)."""
-        return _EXIT_CODES[self]
-
-    @property
-    def label(self) -> str:
-        """Human label: the value with spaces, e.g. ``"significant below threshold"``."""
-        return self.value.replace("_", " ")
-
-    def __str__(self) -> str:
-        return self.value
-
-
-_EXIT_CODES = {
-    Verdict.INSUFFICIENT_EVIDENCE: EXIT_INCONCLUSIVE,
-    Verdict.REGRESSION: EXIT_NEGATIVE,
-    Verdict.IMPROVEMENT: EXIT_OK,
-    Verdict.INCONCLUSIVE: EXIT_INCONCLUSIVE,
-    Verdict.SIGNIFICANT_BELOW_THRESHOLD: EXIT_OK,
-    Verdict.EQUIVALENT_WITHIN_THRESHOLD: EXIT_OK,
-}
-
-
-# ----------------------------------------------------------------- decision rule
-
-
-def _close(x: float, y: float) -> bool:
-    return math.isclose(x, y, rel_tol=_RTOL, abs_tol=0.0)
-
-
-def _at_most(x: float, y: float) -> bool:
-    """``x <= y``, with float noise (relative 1e-9) counted as equality."""
-    return x <= y or _close(x, y)
-
-
-def _below(x: float, y: float) -> bool:
-    """``x < y`` strictly, with float noise (relative 1e-9) counted as equality."""
-    return x < y and not _close(x, y)
-
-
-def _excludes_zero(ci_low: float, ci_high: float, scale: float) -> bool:
-    """The interval lies entirely above or below 0 by more than ``1e-9 * scale``."""
-    tol = _RTOL * scale
-    return ci_low > tol or ci_high < -tol
-
-
-def _too_few(n_problems: int, n_resamples: int, alpha: float) -> str | None:
-    """Why ``n_problems`` problems can never give ``p <= alpha``; None when they can."""
-    if n_problems < 2:
-        return f"{n_problems} matched problem(s): at least 2 are needed for a paired comparison"
-    p_min = min_attainable_pvalue(n_problems, n_resamples=n_resamples)
-    if p_min > alpha:
-        if n_problems <= n_resamples.bit_length() - 1:  # exact test: 2**T <= n_resamples
-            why = f"with {n_problems} problems the exact sign-flip test cannot go below {p_min:g}"
-        else:
-            why = f"n_resamples={n_resamples} cannot give a p-value below {p_min:g}"
-        return f"{why} > alpha = {alpha:g}"
-    return None
-
-
-def _decide(
-    *,
-    effect: float,
-    ci_low: float,
-    ci_high: float,
-    significant: bool,
-    threshold: float,
-) -> Verdict:
-    """The verdict table of :func:`rolleval.compare.paired_compare` for ``T >= 2``."""
-    tau = threshold
-    if significant:
-        if _at_most(effect, -tau):
-            return Verdict.REGRESSION
-        if _at_most(tau, effect):
-            return Verdict.IMPROVEMENT
-        if _at_most(ci_low, -tau):
-            return Verdict.INCONCLUSIVE
-        return Verdict.SIGNIFICANT_BELOW_THRESHOLD
-    if _below(-tau, ci_low) and _below(ci_high, tau):
-        return Verdict.EQUIVALENT_WITHIN_THRESHOLD
-    return Verdict.INCONCLUSIVE
+__all__ = ["GateMetric", "GateResult", "gate_decision", "holm"]
 
 
 # ------------------------------------------------------------------------ Holm
@@ -201,8 +97,6 @@ def holm(pvalues: object) -> np.ndarray:
 
 # ------------------------------------------------------------------------ gate
 
-GateOverall = Literal["regression", "inconclusive", "pass"]
-
 
 @dataclass(frozen=True)
 class GateMetric:
@@ -212,11 +106,11 @@ class GateMetric:
     ----------
     name : str
         The key given to :func:`gate_decision`.
-    verdict : Verdict
+    verdict : ComparisonVerdict
         The verdict with significance recomputed from ``adjusted_pvalue``.
     exit_code : int
-        ``verdict.exit_code``.
-    unadjusted_verdict : Verdict
+        Its exit code.
+    unadjusted_verdict : ComparisonVerdict
         The verdict of the comparison alone.
     pvalue : float or None
         The comparison's two-sided p-value (None when no test was run).
@@ -229,9 +123,9 @@ class GateMetric:
     """
 
     name: str
-    verdict: Verdict
+    verdict: ComparisonVerdict
     exit_code: int
-    unadjusted_verdict: Verdict
+    unadjusted_verdict: ComparisonVerdict
     pvalue: float | None
     adjusted_pvalue: float | None
     significant: bool
@@ -243,9 +137,9 @@ class GateMetric:
         """JSON-ready dict (verdicts as their string values, floats unrounded)."""
         return {
             "name": self.name,
-            "verdict": self.verdict.value,
+            "verdict": self.verdict,
             "exit_code": self.exit_code,
-            "unadjusted_verdict": self.unadjusted_verdict.value,
+            "unadjusted_verdict": self.unadjusted_verdict,
             "pvalue": self.pvalue,
             "adjusted_pvalue": self.adjusted_pvalue,
             "significant": self.significant,
@@ -275,14 +169,14 @@ class GateResult:
         Per metric, in the order given (read-only).
     """
 
-    verdict: GateOverall
+    verdict: GateVerdict
     exit_code: int
     alpha: float
     method: str
     metrics: Mapping[str, GateMetric]
 
     @property
-    def verdicts(self) -> dict[str, Verdict]:
+    def verdicts(self) -> dict[str, ComparisonVerdict]:
         """Adjusted verdict per metric name."""
         return {name: m.verdict for name, m in self.metrics.items()}
 
@@ -304,8 +198,6 @@ class GateResult:
 
 
 def _validate_gate_decision(comparisons: object, alpha: object) -> tuple[list, float]:
-    from ._paired import Comparison
-
     alpha_ = check_open_unit(alpha, "alpha")
     if not isinstance(comparisons, Mapping):
         raise UsageError(
@@ -380,7 +272,7 @@ def gate_decision(comparisons: Mapping[str, Comparison], *, alpha: float = 0.05)
     >>> same = paired_compare(PairedInput(base, base.copy()), n_resamples=2000)
     >>> worse = paired_compare(PairedInput(base, base - 0.125), n_resamples=2000)
     >>> gate = gate_decision({"pass@1": worse, "unextracted": same})
-    >>> gate.verdict, gate.exit_code, gate.metrics["pass@1"].verdict.value
+    >>> gate.verdict, gate.exit_code, gate.metrics["pass@1"].verdict
     ('regression', 1, 'regression')
     """
     items, alpha_ = _validate_gate_decision(comparisons, alpha)
@@ -396,8 +288,14 @@ def gate_decision(comparisons: Mapping[str, Comparison], *, alpha: float = 0.05)
             and c.ci_excludes_zero
             and p_adj_ <= alpha_
         )
-        if _too_few(c.n_problems, c.n_resamples, alpha_) is not None or c.effect is None:
-            verdict = Verdict.INSUFFICIENT_EVIDENCE
+        n_units = c.n_clusters if c.unit == "cluster" and c.n_clusters is not None else c.n_problems
+        if (
+            _too_few(n_units, c.n_resamples, alpha_) is not None
+            or c.effect is None
+            or c.ci_low is None
+            or c.ci_high is None
+        ):
+            verdict: ComparisonVerdict = "insufficient_evidence"
         else:
             verdict = _decide(
                 effect=c.effect,
@@ -405,11 +303,14 @@ def gate_decision(comparisons: Mapping[str, Comparison], *, alpha: float = 0.05)
                 ci_high=c.ci_high,
                 significant=significant,
                 threshold=c.threshold,
+                bound_low=c.bound_low,
+                bound_high=c.bound_high,
+                mde_ok=c.mde is not None and (c.mde <= c.threshold or _close(c.mde, c.threshold)),
             )
         metrics[str(name)] = GateMetric(
             name=str(name),
             verdict=verdict,
-            exit_code=verdict.exit_code,
+            exit_code=verdict_exit_code(verdict),
             unadjusted_verdict=c.verdict,
             pvalue=p,
             adjusted_pvalue=p_adj_,
@@ -419,13 +320,14 @@ def gate_decision(comparisons: Mapping[str, Comparison], *, alpha: float = 0.05)
             ci_high=c.ci_high,
         )
     verdicts = {m.verdict for m in metrics.values()}
-    overall: GateOverall
-    if Verdict.REGRESSION in verdicts:
-        overall, code = "regression", EXIT_NEGATIVE
-    elif verdicts & {Verdict.INCONCLUSIVE, Verdict.INSUFFICIENT_EVIDENCE}:
-        overall, code = "inconclusive", EXIT_INCONCLUSIVE
+    overall: GateVerdict
+    if "regression" in verdicts:
+        overall = "regression"
+    elif verdicts & {"inconclusive", "insufficient_evidence"}:
+        overall = "inconclusive"
     else:
-        overall, code = "pass", EXIT_OK
+        overall = "pass"
+    code = GATE_VERDICTS[overall]
     return GateResult(
         verdict=overall,
         exit_code=code,

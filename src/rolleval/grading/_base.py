@@ -54,6 +54,8 @@ class Verdict:
     """Why grading failed (crash, timeout, unusable reference); a harness failure."""
     metrics: dict[str, float] = field(default_factory=dict)
     """Named per-rollout metrics."""
+    judge_raw: str | None = None
+    """What the grader saw beyond the verdict (the code grader's execution summary, JSON)."""
 
     def __post_init__(self) -> None:
         if self.extracted is not None and (
@@ -109,6 +111,9 @@ class Grader(ABC):
     #: timeouts use ``signal.alarm``); :func:`~rolleval.grading.grade_problems` then uses a
     #: process pool by default.
     needs_process: ClassVar[bool] = False
+    #: Seconds a process pool waits for one problem's verdicts before recording grader
+    #: errors (graders with their own per-execution deadlines raise it as a backstop).
+    problem_timeout_s: ClassVar[float] = 30.0
 
     @property
     def identity(self) -> str:

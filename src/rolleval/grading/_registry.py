@@ -9,15 +9,19 @@ from typing import Any
 from .._version import __version__
 from ..errors import UsageError
 from ._base import Grader
+from ._code import CodeGrader
 from ._math import MathGrader
 from ._mcq import McqGrader
+from ._qa import QaGrader
 from ._short import ShortAnswerGrader
 
 __all__ = ["GRADER_TYPES", "grader_versions", "make_grader"]
 
 _CLASSES: dict[str, Any] = {
+    CodeGrader.id: CodeGrader,
     MathGrader.id: MathGrader,
     McqGrader.id: McqGrader,
+    QaGrader.id: QaGrader,
     ShortAnswerGrader.id: ShortAnswerGrader,
 }
 
@@ -37,6 +41,8 @@ def make_grader(spec: Mapping[str, Any]) -> Grader:
     * ``{"type": "math", "extractors": ["boxed", "answer_line", "gsm8k", "last_number"]}``
     * ``{"type": "mcq", "letters": "ABCD"}``
     * ``{"type": "short_answer", "numeric_tolerance": null, "first_line": true}``
+    * ``{"type": "qa", "style": "squad"}`` (or ``"drop"``): exact match and token F1
+    * ``{"type": "code", "timeout_s": 10.0, "memory_mb": 1024, "processes": 32}``
 
     The grader's ``spec`` attribute holds the same spec with defaults filled in, so
     ``make_grader(g.spec) == g``. An unknown type, an unknown key or a bad option value

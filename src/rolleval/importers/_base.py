@@ -134,11 +134,10 @@ def make_prompt(
             extras=extras or {},
             content_hash=content_hash(prompt, reference),
         )
-    return PromptRecord.model_construct(
+    return PromptRecord(
         problem_id=problem_id,
         prompt=None,
         reference=reference,
-        reference_kind="answer",
         cluster=cluster,
         extras=extras or {},
         content_hash=source_hash,

@@ -1,54 +1,44 @@
 """Writing an imported run: the one place an importer touches the disk.
 
-:func:`write_imported_run` builds the whole run directory in a temporary folder beside
-``out`` and renames it into place only when every task was read, written, (re)graded and
-reported. A failure at any point removes the temporary folder: ``out`` is either absent or
-a complete run, never a partial one.
+:func:`write_imported_run` writes through :class:`rolleval.writer.RunWriter`, which builds
+the run in a hidden partial directory beside ``out`` and renames it into place only when
+every task was read, written, (re)graded and reported. A failure at any point removes the
+partial directory: ``out`` is either absent or a complete run, never a partial one.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
 import re
-import shutil
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel
-
 from .._version import __version__
 from ..errors import UsageError
-from ..records import JudgementRecord, dump_record
-from ..store import RunDir, TaskFiles, atomic_write_json
+from ..records import JudgementRecord, PromptRecord, RunManifest, RunSummary, TaskSettings
+from ..store import validate_model
+from ..writer import RunWriter, TaskWriter
 from ._base import ImportedRun, ImportedTask
 
 __all__ = ["write_imported_run"]
 
 
-def _line(record: BaseModel) -> bytes:
-    # Imported prompts may lack the prompt text (PromptRecord.model_construct): no warnings.
-    return dump_record(record.model_dump(exclude_none=True, warnings=False))
-
-
-def _judgement_lines(judgements: list[JudgementRecord]) -> bytes:
-    """Judgement lines, filling in maj@n answer clusters the source did not give: rollouts
-    of one problem whose extracted answers are the same string share the lowest such index."""
+def _with_clusters(judgements: list[JudgementRecord]) -> list[JudgementRecord]:
+    """Fill in maj@n answer clusters the source did not give: rollouts of one problem whose
+    extracted answers are the same string share the lowest such index."""
     lowest: dict[tuple[str, str], int] = {}
     for j in judgements:
         if j.cluster is None and j.extracted is not None and j.gradable:
             key = (j.problem_id, j.extracted)
             lowest[key] = min(lowest.get(key, j.index), j.index)
-    out = []
-    for j in judgements:
-        data = j.model_dump(exclude_none=True)
-        if j.cluster is None and j.extracted is not None and j.gradable:
-            data["cluster"] = lowest[(j.problem_id, j.extracted)]
-        out.append(dump_record(data))
-    return b"".join(out)
+    return [
+        j.model_copy(update={"cluster": lowest[(j.problem_id, j.extracted)]})
+        if j.cluster is None and j.extracted is not None and j.gradable
+        else j
+        for j in judgements
+    ]
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -60,40 +50,23 @@ def _dir_name(name: str) -> str:
     return safe
 
 
-def _write_records(tf: TaskFiles, task: ImportedTask) -> tuple[int, int, dict[str, str], bool]:
-    """Write the task's three record files (inside the temporary run, so plain writes);
-    return (problems, rollouts, content hashes by problem, whether any reference exists).
+def _write_records(tw: TaskWriter, task: ImportedTask) -> tuple[list[PromptRecord], int]:
+    """Stream the task's rollouts and judgements into the run; return its prompts (one per
+    problem, written by the caller at the end) and the number of rollouts.
 
     A streaming task is consumed problem by problem, so memory stays bounded by one
-    problem's records; a task of lists is written as it is.
+    problem's rollouts plus the prompts; a task of lists is written as it is.
     """
-    hashes: dict[str, str] = {}
-    n_problems = n_rollouts = 0
-    any_reference = False
+    prompts: list[PromptRecord] = list(task.prompts) if task.stream is None else []
+    n_rollouts = 0
     chunks = task.stream if task.stream is not None else [(None, task.rollouts, task.judgements)]
-    with (
-        open(tf.prompts, "wb") as fp,
-        open(tf.rollouts, "wb") as fr,
-        open(tf.judgements, "wb") as fj,
-    ):
-        if task.stream is None:
-            for p in task.prompts:
-                fp.write(_line(p))
-                n_problems += 1
-                any_reference = any_reference or p.reference is not None
-                if p.content_hash:
-                    hashes[p.problem_id] = p.content_hash
-        for prompt, rollouts, judgements in chunks:
-            if prompt is not None:
-                fp.write(_line(prompt))
-                n_problems += 1
-                any_reference = any_reference or prompt.reference is not None
-                if prompt.content_hash:
-                    hashes[prompt.problem_id] = prompt.content_hash
-            fr.write(b"".join(_line(r) for r in rollouts))
-            n_rollouts += len(rollouts)
-            fj.write(_judgement_lines(judgements))
-    return n_problems, n_rollouts, hashes, any_reference
+    for prompt, rollouts, judgements in chunks:
+        if prompt is not None:
+            prompts.append(prompt)
+        tw.add_rollouts(rollouts)
+        n_rollouts += len(rollouts)
+        tw.add_judgements(_with_clusters(judgements))
+    return prompts, n_rollouts
 
 
 def _check_out(out: Path) -> None:
@@ -117,13 +90,10 @@ def write_imported_run(
     stored in ``manifest.json`` under ``"import"``. ``on_task(task, entry)`` is called after
     each task is written (for progress output).
     """
-    from ..api import regrade_task, report_run
+    from ..api import regrade_run, report_run
 
     out = Path(out)
     _check_out(out)
-    parent = out.parent if str(out.parent) else Path(".")
-    parent.mkdir(parents=True, exist_ok=True)
-    tmp = parent / f".{out.name}.importing-{uuid.uuid4().hex[:8]}"
     summary: dict[str, Any] = {
         "format": run.format,
         "source": str(run.source),
@@ -132,19 +102,15 @@ def write_imported_run(
         "tasks": {},
         "totals": {"tasks": 0, "problems": 0, "rollouts": 0},
     }
-    try:
-        rd = RunDir.create(
-            tmp,
-            {
-                "run_id": uuid.uuid4().hex,
-                "created_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "rolleval_version": __version__,
-                "status": "completed",
-                "config": {"model": run.model, "n_rollouts": None, "seed": None},
-                "tasks": [],
-                "provenance": {"imported": run.provenance},
-            },
-        )
+    manifest = RunManifest(
+        run_id=uuid.uuid4().hex,
+        created_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        rolleval_version=__version__,
+        status="completed",
+        config=RunSummary(model=run.model),
+        provenance={"imported": run.provenance},
+    )
+    with RunWriter.create(out, manifest, command="import") as writer:
         names: list[str] = []
         for task in run.tasks:
             task.name = _dir_name(task.name)
@@ -154,21 +120,32 @@ def write_imported_run(
                     "import them separately"
                 )
             names.append(task.name)
-            tf = rd.task(task.name)
-            tf.dir.mkdir(parents=True)
-            n_problems, n_rollouts, hashes, any_reference = _write_records(tf, task)
+            tw = writer.add_task(TaskSettings(name=task.name), [])
+            prompts, n_rollouts = _write_records(tw, task)
+            n_problems = tw.write_prompts(prompts)
+            tw.close()
+            any_reference = any(p.reference is not None for p in prompts)
+            hashes = {p.problem_id: p.content_hash for p in prompts if p.content_hash}
+            del prompts
             if run.model is None and isinstance(task.settings.get("source"), dict):
                 run.model = task.settings["source"].get("model")
-            settings = {
-                "name": task.name,
-                "n_rollouts": None,
-                "denominator_policy": "judged",
-                "score_key": "correct",
-                **task.settings,
-                "n_problems": n_problems,
-                "problem_hashes": hashes,
-            }
-            atomic_write_json(tf.task_json, settings)
+            tw.write_settings(
+                validate_model(
+                    {
+                        "name": task.name,
+                        "n_rollouts": None,
+                        "denominator_policy": "judged",
+                        "score_key": "correct",
+                        **task.settings,
+                        "n_problems": n_problems,
+                        "problem_hashes": hashes,
+                    },
+                    TaskSettings,
+                    path=run.source,
+                    what=f"settings of source task {task.name!r}",
+                    fix="the source's settings are not what its format promises",
+                )
+            )
             if regrade is not None:
                 if not any_reference:
                     raise UsageError(
@@ -176,7 +153,9 @@ def write_imported_run(
                         f"{run.format} source does not carry (task {task.name!r}); import it "
                         "without --regrade to keep the source's own verdicts"
                     )
-                regrade_task(tf, grader_spec=regrade, workers=0)
+                # The writer holds the partial directory's lock; regrade takes it again
+                # (re-entrant within this process).
+                regrade_run(writer.run.path, task=task.name, grader_spec=regrade, workers=0)
             entry = {
                 "problems": n_problems,
                 "rollouts": n_rollouts,
@@ -195,17 +174,12 @@ def write_imported_run(
             del task
         if not names:
             raise UsageError(f"{run.source}: no task found to import")
-        rd.manifest["tasks"] = names
-        rd.manifest["config"]["model"] = run.model
-        rd.manifest["import"] = summary
-        rd.write_manifest()
-        report_run(rd)
+        writer.write_manifest(
+            writer.manifest.model_copy(
+                update={"config": RunSummary(model=run.model), "import_": summary}
+            )
+        )
+        report_run(writer.run)
         _check_out(out)
-        if out.exists():
-            out.rmdir()
-        os.replace(tmp, out)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            shutil.rmtree(tmp)
-        raise
+        writer.finish()
     return summary

@@ -9,10 +9,11 @@ unweighted mean over eligible problems, reported with eligible and total counts
 =========================== =========================================================
 per problem (scalar)        :func:`pass_at_k`, :func:`pass_hat_k`, :func:`g_pass_at_k`,
                             :func:`mg_pass_at_k`, :func:`window_pass_hat_k`,
-                            :func:`majority_vote`
+                            :func:`majority_vote`, :func:`majority_vote_at_k`
 per suite (arrays)          :func:`pass_at_k_array`, :func:`pass_hat_k_array`,
                             :func:`g_pass_at_k_array`, :func:`mg_pass_at_k_array`,
-                            :func:`majority_vote_array`
+                            :func:`majority_vote_array`,
+                            :func:`majority_vote_at_k_array`
 suite summaries             :func:`suite_metrics`, :func:`summarize`, :func:`default_ks`
 metric keys                 :func:`metric_name`, :func:`parse_metric_name`
 =========================== =========================================================
@@ -23,7 +24,15 @@ from ._exact import g_pass_at_k, mg_pass_at_k, pass_at_k, pass_hat_k
 from ._names import METRIC_FAMILIES, metric_name, parse_metric_name
 from ._suite import DEFAULT_TAUS, MetricValue, SuiteMetrics, default_ks, suite_metrics, summarize
 from ._validate import g_pass_threshold
-from ._vote import MajorityVote, MajorityVoteArrays, majority_vote, majority_vote_array
+from ._vote import (
+    MajorityVote,
+    MajorityVoteArrays,
+    VoteAtK,
+    majority_vote,
+    majority_vote_array,
+    majority_vote_at_k,
+    majority_vote_at_k_array,
+)
 from ._window import window_pass_hat_k
 
 __all__ = [
@@ -33,12 +42,15 @@ __all__ = [
     "MajorityVoteArrays",
     "MetricValue",
     "SuiteMetrics",
+    "VoteAtK",
     "default_ks",
     "g_pass_at_k",
     "g_pass_at_k_array",
     "g_pass_threshold",
     "majority_vote",
     "majority_vote_array",
+    "majority_vote_at_k",
+    "majority_vote_at_k_array",
     "metric_name",
     "mg_pass_at_k",
     "mg_pass_at_k_array",

@@ -1,9 +1,12 @@
-"""Majority vote (maj@n) and self-consistency over answer clusters."""
+"""Majority vote (maj@n, and maj@k for k <= n) and self-consistency over answer clusters."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+from math import comb
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -11,7 +14,15 @@ from numpy.typing import ArrayLike, NDArray
 from ..errors import UsageError
 from ._validate import _as_int
 
-__all__ = ["MajorityVote", "MajorityVoteArrays", "majority_vote", "majority_vote_array"]
+__all__ = [
+    "MajorityVote",
+    "MajorityVoteArrays",
+    "VoteAtK",
+    "majority_vote",
+    "majority_vote_array",
+    "majority_vote_at_k",
+    "majority_vote_at_k_array",
+]
 
 
 @dataclass(frozen=True)
@@ -309,3 +320,260 @@ def majority_vote_array(
     return MajorityVoteArrays(
         correct=maj, self_consistency=consistency, modal_size=modal, n=n, winner=winner
     )
+
+
+# ------------------------------------------------------------------ maj@k, k <= n
+
+
+@dataclass(frozen=True)
+class VoteAtK:
+    """Result of :func:`majority_vote_at_k` for one problem.
+
+    Attributes
+    ----------
+    correct : float
+        maj@k: the expected correctness of the majority vote of ``k`` rollouts drawn
+        without replacement from the problem's ``n`` (ties shared equally).
+    self_consistency : float
+        The expected modal share ``E[size of the largest cluster among the k] / k``.
+    k : int
+        Rollouts per vote.
+    n : int
+        Rollouts of the problem, unextracted ones included.
+    """
+
+    correct: float
+    self_consistency: float
+    k: int
+    n: int
+
+
+def _signature(
+    labels: Sequence[int | None], verdicts: Sequence[bool]
+) -> tuple[tuple[tuple[int, bool], ...], int]:
+    """Cluster sizes with their correctness (that of the lowest-index member), sorted, and
+    the number of unextracted rollouts."""
+    sizes: dict[int, int] = {}
+    first: dict[int, bool] = {}
+    unextracted = 0
+    for label, verdict in zip(labels, verdicts):
+        if label is None:
+            unextracted += 1
+            continue
+        sizes[label] = sizes.get(label, 0) + 1
+        first.setdefault(label, bool(verdict))
+    return tuple(sorted((sizes[c], first[c]) for c in sizes)), unextracted
+
+
+@lru_cache(maxsize=65_536)
+def _vote_at_k_exact(
+    clusters: tuple[tuple[int, bool], ...], unextracted: int, k: int
+) -> tuple[Fraction, Fraction]:
+    """maj@k and E[modal size] / k as exact fractions (see :func:`majority_vote_at_k`)."""
+    n = sum(s for s, _ in clusters) + unextracted
+    total = comb(n, k)
+    maj = Fraction(0)
+    modal = 0  # sum over subsets of the largest cluster count
+    for v in range(1, k + 1):
+        # ways[(drawn, tied correct, tied wrong)]: every cluster drawn at most v times
+        ways: dict[tuple[int, int, int], int] = {(0, 0, 0): 1}
+        for size, good in clusters:
+            nxt: dict[tuple[int, int, int], int] = {}
+            for (drawn, a, b), w in ways.items():
+                for x in range(min(size, v, k - drawn) + 1):
+                    key = (drawn + x, a + (x == v and good), b + (x == v and not good))
+                    nxt[key] = nxt.get(key, 0) + w * comb(size, x)
+            ways = nxt
+        for (drawn, a, b), w in ways.items():
+            if a + b == 0:
+                continue
+            rest = comb(unextracted, k - drawn)
+            if rest:
+                maj += Fraction(w * rest * a, a + b)
+                modal += w * rest * v
+    return maj / total, Fraction(modal, total * k)
+
+
+def majority_vote_at_k(clusters: Sequence[int | None], correct: Sequence[bool], k: int) -> VoteAtK:
+    r"""maj@k and self-consistency at ``k``, for ``k <= n``, from one problem's answer clusters.
+
+    maj@n depends on ``n``: a vote of 16 rollouts is right more often than a vote of 4
+    when the correct answer is the most frequent one. Two runs with different ``n`` can
+    only be compared at a common ``k``. This estimator gives, from the ``n`` observed
+    rollouts, the expectation over all ``C(n, k)`` subsets of ``k`` rollouts (drawn
+    without replacement, as pass@k does [1]_):
+
+    .. math::
+
+        \text{maj@}k = \frac{1}{\binom{n}{k}} \sum_{|S| = k}
+            \frac{\#\{\text{correct clusters tied for the most votes in } S\}}
+                 {\#\{\text{clusters tied for the most votes in } S\}}
+
+    and :math:`\text{sc@}k = E_S[\max_j X_j(S)] / k`, :math:`X_j(S)` the members of
+    cluster :math:`j` in :math:`S`. A subset with no extracted answer votes wrong and has
+    modal size 0.
+
+    Tie rule (declared): clusters tied for the most votes share the vote equally, i.e. a
+    uniformly random tie-break. It does not depend on the order of the rollouts, unlike
+    the lowest-index rule of :func:`majority_vote`; the two agree whenever the largest
+    cluster is unique, and sc@n equals :func:`majority_vote`'s self-consistency.
+
+    Under the model where the ``n`` rollouts are exchangeable draws from the problem's
+    answer distribution, maj@k is an unbiased estimate of the majority-vote accuracy of
+    ``k`` fresh rollouts (with that tie rule), by the same argument as for pass@k: every
+    ``k``-subset of exchangeable draws is itself a sample of ``k`` draws.
+
+    Computation: exact, by a dynamic programme over the clusters for each possible modal
+    count ``v`` (counting, with ``math.comb``, the subsets in which no cluster exceeds
+    ``v`` and tracking how many correct and wrong clusters reach it), summed as
+    :class:`fractions.Fraction` and rounded once to float. Results are cached per
+    multiset of (cluster size, correctness) and unextracted count.
+
+    Parameters
+    ----------
+    clusters : sequence of int or None
+        One cluster label per gradable rollout (``None``: nothing extracted), as for
+        :func:`majority_vote`.
+    correct : sequence of bool
+        Verdict per rollout; a cluster's correctness is that of its lowest-index member.
+    k : int
+        Rollouts per vote, ``1 <= k <= n``.
+
+    Returns
+    -------
+    VoteAtK
+
+    Raises
+    ------
+    ValueError
+        (:class:`rolleval.errors.UsageError`) on the inputs :func:`majority_vote` refuses,
+        or ``k`` outside ``[1, n]``.
+
+    References
+    ----------
+    .. [1] M. Chen et al., "Evaluating Large Language Models Trained on Code",
+       arXiv:2107.03374, 2021 (the unbiased subset estimator of pass@k).
+    .. [2] X. Wang et al., "Self-Consistency Improves Chain of Thought Reasoning in
+       Language Models", arXiv:2203.11171, 2022.
+
+    Examples
+    --------
+    >>> from rolleval.metrics import majority_vote_at_k
+    >>> r = majority_vote_at_k([0, 0, 2, None], [True, True, False, False], 2)
+    >>> r.correct, r.self_consistency  # of 6 pairs: 3 right, 2 ties (1/2 each), 1 wrong
+    (0.6666666666666666, 0.5833333333333334)
+    >>> majority_vote_at_k([0, 0, 2, None], [True, True, False, False], 4).correct
+    1.0
+    """
+    labels, verdicts = _validate_majority_vote(clusters, correct)
+    k_ = _as_int(k, "k", minimum=1)
+    if k_ > len(labels):
+        raise UsageError(
+            f"k must be at most the number of rollouts n = {len(labels)}; got k = {k_}"
+        )
+    sig, unextracted = _signature(labels, verdicts)
+    maj, sc = _vote_at_k_exact(sig, unextracted, k_)
+    return VoteAtK(correct=float(maj), self_consistency=float(sc), k=k_, n=len(labels))
+
+
+#: One problem's votes: ((cluster size, cluster correct), ...) sorted, and the unextracted count.
+VoteSignature = tuple[tuple[tuple[int, bool], ...], int]
+
+
+def vote_signatures(
+    problem: ArrayLike,
+    clusters: ArrayLike,
+    correct: ArrayLike,
+    n_problems: int,
+    *,
+    extra_unextracted: ArrayLike | None = None,
+) -> list[VoteSignature]:
+    """Per problem, everything maj@k and sc@k depend on (see :func:`majority_vote_at_k`).
+
+    Arguments as for :func:`majority_vote_at_k_array`. The signature is order-free: the
+    sorted (size, correctness) of the clusters and the number of rollouts that vote for
+    nothing (unextracted, plus ``extra_unextracted``).
+    """
+    prob, labels, verdicts, n_problems_ = _validate_majority_vote_array(
+        problem, clusters, correct, n_problems
+    )
+    extra = (
+        np.zeros(n_problems_, dtype=np.int64)
+        if extra_unextracted is None
+        else np.asarray(extra_unextracted, dtype=np.int64)
+    )
+    if extra.shape != (n_problems_,) or (extra < 0).any():
+        raise UsageError(f"extra_unextracted must hold one count >= 0 per problem ({n_problems_})")
+    per: list[list[int]] = [[] for _ in range(n_problems_)]
+    for r in np.argsort(prob, kind="stable").tolist():
+        per[int(prob[r])].append(r)
+    out: list[VoteSignature] = []
+    for i in range(n_problems_):
+        rows = per[i]
+        sig, unextracted = _signature(
+            [None if labels[r] < 0 else int(labels[r]) for r in rows],
+            [bool(verdicts[r]) for r in rows],
+        )
+        out.append((sig, unextracted + int(extra[i])))
+    return out
+
+
+def votes_at_k(
+    signatures: Sequence[VoteSignature], k: ArrayLike
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """maj@k and sc@k per problem from :func:`vote_signatures`; ``NaN`` where ``k == 0``."""
+    ks = np.asarray(k)
+    if ks.shape != (len(signatures),) or (ks.size and not np.issubdtype(ks.dtype, np.integer)):
+        raise UsageError(f"k must hold one integer per problem ({len(signatures)}); got {ks!r}")
+    maj = np.full(len(signatures), np.nan)
+    sc = np.full(len(signatures), np.nan)
+    for i, (sig, unextracted) in enumerate(signatures):
+        ki = int(ks[i])
+        if ki == 0:
+            continue
+        n_i = sum(size for size, _ in sig) + unextracted
+        if ki < 0 or ki > n_i:
+            raise UsageError(f"k = {ki} for problem {i} must lie in [1, n = {n_i}]")
+        m, c = _vote_at_k_exact(tuple(sig), int(unextracted), ki)
+        maj[i], sc[i] = float(m), float(c)
+    return maj, sc
+
+
+def majority_vote_at_k_array(
+    problem: ArrayLike,
+    clusters: ArrayLike,
+    correct: ArrayLike,
+    n_problems: int,
+    k: ArrayLike,
+    *,
+    extra_unextracted: ArrayLike | None = None,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`majority_vote_at_k` for every problem, with its own ``k`` per problem.
+
+    Parameters
+    ----------
+    problem, clusters, correct : array_like, shape (R,)
+        As for :func:`majority_vote_array` (``-1`` = unextracted).
+    n_problems : int
+    k : array_like of int, shape (n_problems,)
+        Rollouts per vote for each problem; 0 marks a problem left out (NaN).
+    extra_unextracted : array_like of int, shape (n_problems,), optional
+        Rollouts to add to each problem as votes for nothing (used under the
+        ``requested`` denominator policy, where a missing rollout counts as wrong).
+
+    Returns
+    -------
+    (maj, self_consistency) : two numpy.ndarray of float64
+        ``NaN`` where ``k`` is 0; a ``k`` above the problem's ``n`` is a usage error.
+
+    Examples
+    --------
+    >>> from rolleval.metrics import majority_vote_at_k_array
+    >>> maj, sc = majority_vote_at_k_array([0, 0, 1], [0, 1, 2], [True, False, True], 2, [1, 1])
+    >>> maj.tolist(), sc.tolist()
+    ([0.5, 1.0], [1.0, 1.0])
+    """
+    sigs = vote_signatures(
+        problem, clusters, correct, n_problems, extra_unextracted=extra_unextracted
+    )
+    return votes_at_k(sigs, k)

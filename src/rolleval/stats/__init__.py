@@ -9,7 +9,9 @@ problem id).
 :func:`bootstrap_ci`               percentile bootstrap interval of the mean
 :func:`grouped_bootstrap_ci`       the same in distribution, drawn over distinct values
 :func:`grouped_bootstrap_columns`  several metrics sharing one set of resamples
+:func:`cluster_bootstrap_ci`       percentile bootstrap resampling declared clusters
 :func:`sign_flip_test`             paired sign-flip permutation test
+:func:`cluster_sign_flip_test`     the same with one sign per declared cluster
 :func:`min_attainable_pvalue`      smallest p-value the sign-flip test can reach
 :func:`clt_se`                     CLT standard error of the mean
 :func:`clustered_se`               cluster-robust (CR1) standard error
@@ -19,6 +21,7 @@ problem id).
 :func:`required_problems`          problems needed for a given power
 :func:`minimum_detectable_effect`  smallest detectable difference at T problems
 :func:`required_rollouts`          rollouts per problem needed at T problems
+:func:`regression_power`           chance of the regression verdict at a true drop
 =================================  ================================================
 
 Every function checks all its arguments before any work and raises
@@ -29,9 +32,15 @@ only from the keyword ``rng`` (None, an int seed or a numpy Generator).
 from __future__ import annotations
 
 from ._bootstrap import BootstrapResult, bootstrap_ci
+from ._cluster import cluster_bootstrap_ci, cluster_sign_flip_test
 from ._grouped import GroupedBootstrapResult, grouped_bootstrap_ci, grouped_bootstrap_columns
 from ._permutation import SignFlipResult, min_attainable_pvalue, sign_flip_test
-from ._power import minimum_detectable_effect, required_problems, required_rollouts
+from ._power import (
+    minimum_detectable_effect,
+    regression_power,
+    required_problems,
+    required_rollouts,
+)
 from ._se import (
     PairedVarianceComponents,
     VarianceComponents,
@@ -50,6 +59,8 @@ __all__ = [
     "VarianceComponents",
     "bootstrap_ci",
     "clt_se",
+    "cluster_bootstrap_ci",
+    "cluster_sign_flip_test",
     "clustered_se",
     "grouped_bootstrap_ci",
     "grouped_bootstrap_columns",
@@ -57,6 +68,7 @@ __all__ = [
     "minimum_detectable_effect",
     "paired_se",
     "paired_variance_components",
+    "regression_power",
     "required_problems",
     "required_rollouts",
     "sign_flip_test",

@@ -59,6 +59,8 @@ def grouped_bootstrap_ci(
 
     1. Drop NaN entries; ``T`` problems remain. ``T = 0``: status ``unavailable``;
        ``T = 1``: status ``degenerate`` (no uncertainty estimable), interval = the value.
+       ``T >= 2`` with every score equal: status ``degenerate`` (zero-width interval,
+       which says nothing about the spread of unseen problems), as :func:`bootstrap_ci`.
     2. Group the ``T`` scores into their ``V`` distinct values ``v_j`` with frequencies ``f_j``.
     3. Each resample draws counts ``(m_1..m_V) ~ Multinomial(T, f/T)`` and takes
        ``sum_j m_j v_j / T``. This is exactly the distribution of the mean of ``T`` problems
@@ -180,14 +182,19 @@ def grouped_bootstrap_columns(
     lows = [_quantile_type7(ordered[:, j], alpha) for j in range(m)]
     highs = [_quantile_type7(ordered[:, j], 1.0 - alpha) for j in range(m)]
     sds = means.std(axis=0, ddof=1) if n_resamples > 1 else np.zeros(m)
+    equal = np.all(x == x[0], axis=0)  # zero spread: every resample is the same mean
     return [
         GroupedBootstrapResult(
             float(means_obs[j]),
             float(lows[j]),
             float(highs[j]),
             float(sds[j]),
-            status="ok",
-            reason=None,
+            status="degenerate" if equal[j] else "ok",
+            reason=(
+                f"degenerate (equal): all {T} scores are equal, so the interval has zero width"
+                if equal[j]
+                else None
+            ),
             draw=draw,
             bootstrap_distribution=means[:, j].copy(),
             **common,

@@ -257,19 +257,19 @@ class VarianceComponents:
 class PairedVarianceComponents:
     """Result of :func:`paired_variance_components`.
 
-    The fields ``omega2``, ``sigma2_a``, ``k_a``, ``sigma2_b`` and ``k_b`` have the
+    The fields ``omega2``, ``sigma2_baseline``, ``k_baseline``, ``sigma2_candidate`` and ``k_candidate`` have the
     names of the keywords of :func:`required_problems` and
     :func:`minimum_detectable_effect`; :meth:`power_kwargs` returns them as a dict.
 
     Attributes
     ----------
     omega2 : float or None
-        ``Var(x_A - x_B)``: variance across problems of the true per-problem
+        ``Var(x_baseline - x_candidate)``: variance across problems of the true per-problem
         difference, estimated and floored at 0.
-    sigma2_a, sigma2_b : float or None
-        Mean within-problem variance of one rollout of A and of B.
-    k_a, k_b : float
-        Mean rollouts per problem of A and of B.
+    sigma2_baseline, sigma2_candidate : float or None
+        Mean within-problem variance of one rollout of the baseline and of the candidate.
+    k_baseline, k_candidate : float
+        Mean rollouts per problem of the baseline and of the candidate.
     n : int
         Number of paired problems ``T``.
     status : {"ok", "unavailable"}
@@ -277,16 +277,16 @@ class PairedVarianceComponents:
     """
 
     omega2: float | None
-    sigma2_a: float | None
-    k_a: float
-    sigma2_b: float | None
-    k_b: float
+    sigma2_baseline: float | None
+    k_baseline: float
+    sigma2_candidate: float | None
+    k_candidate: float
     n: int
     status: Status
     reason: str | None
 
     def power_kwargs(self) -> dict[str, float]:
-        """``omega2``, ``sigma2_a``, ``k_a``, ``sigma2_b``, ``k_b`` for the power planners.
+        """``omega2``, ``sigma2_baseline``, ``k_baseline``, ``sigma2_candidate``, ``k_candidate`` for the power planners.
 
         Raises :class:`rolleval.errors.UsageError` when ``status`` is not ``"ok"``.
         """
@@ -294,10 +294,10 @@ class PairedVarianceComponents:
             raise UsageError(f"variance components are unavailable: {self.reason}")
         return {
             "omega2": self.omega2,
-            "sigma2_a": self.sigma2_a,
-            "k_a": self.k_a,
-            "sigma2_b": self.sigma2_b,
-            "k_b": self.k_b,
+            "sigma2_baseline": self.sigma2_baseline,
+            "k_baseline": self.k_baseline,
+            "sigma2_candidate": self.sigma2_candidate,
+            "k_candidate": self.k_candidate,
         }
 
 
@@ -428,41 +428,41 @@ class _PairedCounts(NamedTuple):
 
 
 def _validate_paired_variance_components(
-    c_a: object, n_a: object, c_b: object, n_b: object
+    c_baseline: object, n_baseline: object, c_candidate: object, n_candidate: object
 ) -> _PairedCounts:
-    a = _counts(c_a, n_a, "c_a", "n_a")
-    b = _counts(c_b, n_b, "c_b", "n_b")
+    a = _counts(c_baseline, n_baseline, "c_baseline", "n_baseline")
+    b = _counts(c_candidate, n_candidate, "c_candidate", "n_candidate")
     if a.c.size != b.c.size:
         raise UsageError(
-            "`c_a` and `c_b` must have one entry per problem of the same aligned problem "
+            "`c_baseline` and `c_candidate` must have one entry per problem of the same aligned problem "
             f"list; got {a.c.size} and {b.c.size}"
         )
     return _PairedCounts(a, b)
 
 
 def paired_variance_components(
-    c_a: object, n_a: object, c_b: object, n_b: object
+    c_baseline: object, n_baseline: object, c_candidate: object, n_candidate: object
 ) -> PairedVarianceComponents:
     """Variance components of a paired comparison, for the power planners.
 
-    Two runs A and B on the same ``T`` problems (aligned, same order) have
-    per-problem true rates ``x_A``, ``x_B``. The mean paired difference has
-    ``Var = (omega2 + sigma2_a / k_a + sigma2_b / k_b) / T`` [1]_ with
-    ``omega2 = Var(x_A - x_B)``, assuming the rollouts of A and B are
+    Two runs, baseline and candidate, on the same ``T`` problems (aligned, same order) have
+    per-problem true rates ``x_baseline``, ``x_candidate``. The mean paired difference has
+    ``Var = (omega2 + sigma2_baseline / k_baseline + sigma2_candidate / k_candidate) / T`` [1]_ with
+    ``omega2 = Var(x_baseline - x_candidate)``, assuming the rollouts of the two runs are
     independent given the problem. The estimates:
 
-    1. ``sigma2_a``, ``sigma2_b``: mean unbiased within-problem variances
+    1. ``sigma2_baseline``, ``sigma2_candidate``: mean unbiased within-problem variances
        ``c (n - c) / (n (n - 1))`` of each run.
-    2. ``omega2 = max(0, Var(c_a/n_a - c_b/n_b) - mean(s_a**2/n_a) - mean(s_b**2/n_b))``
+    2. ``omega2 = max(0, Var(c_baseline/n_baseline - c_candidate/n_candidate) - mean(s_baseline**2/n_baseline) - mean(s_candidate**2/n_candidate))``
        (``ddof=1``), unbiased before the floor.
-    3. ``k_a``, ``k_b``: mean rollouts per problem.
+    3. ``k_baseline``, ``k_candidate``: mean rollouts per problem.
 
     Parameters
     ----------
-    c_a, c_b : array_like of int, 1-D
-        Correct rollouts per problem of A and of B.
-    n_a, n_b : int or array_like of int
-        Rollouts per problem of A and of B (scalars apply to all).
+    c_baseline, c_candidate : array_like of int, 1-D
+        Correct rollouts per problem of the baseline and of the candidate.
+    n_baseline, n_candidate : int or array_like of int
+        Rollouts per problem of the baseline and of the candidate (scalars apply to all).
 
     Returns
     -------
@@ -479,26 +479,28 @@ def paired_variance_components(
     --------
     >>> from rolleval.stats import paired_variance_components, required_problems
     >>> pvc = paired_variance_components([8, 2, 5, 7, 0, 6], 8, [7, 1, 5, 8, 1, 4], 8)
-    >>> round(pvc.omega2, 6), round(pvc.sigma2_a, 6), pvc.k_a
+    >>> round(pvc.omega2, 6), round(pvc.sigma2_baseline, 6), pvc.k_baseline
     (0.0, 0.136905, 8.0)
     >>> required_problems(0.05, **pvc.power_kwargs())
     115
     """
-    pair = _validate_paired_variance_components(c_a, n_a, c_b, n_b)
+    pair = _validate_paired_variance_components(c_baseline, n_baseline, c_candidate, n_candidate)
     t = pair.a.c.size
-    k_a = float(np.mean(pair.a.n)) if t else 0.0
-    k_b = float(np.mean(pair.b.n)) if t else 0.0
+    k_baseline = float(np.mean(pair.a.n)) if t else 0.0
+    k_candidate = float(np.mean(pair.b.n)) if t else 0.0
     reason = _unavailable_reason(pair.a) or _unavailable_reason(pair.b)
     if reason is not None:
-        return PairedVarianceComponents(None, None, k_a, None, k_b, t, "unavailable", reason)
+        return PairedVarianceComponents(
+            None, None, k_baseline, None, k_candidate, t, "unavailable", reason
+        )
     wa, wb = _within(pair.a), _within(pair.b)
     observed = _centered_sum_of_squares(wa.means - wb.means) / (t - 1)
     return PairedVarianceComponents(
         omega2=max(0.0, observed - wa.noise - wb.noise),
-        sigma2_a=wa.sigma2,
-        k_a=k_a,
-        sigma2_b=wb.sigma2,
-        k_b=k_b,
+        sigma2_baseline=wa.sigma2,
+        k_baseline=k_baseline,
+        sigma2_candidate=wb.sigma2,
+        k_candidate=k_candidate,
         n=t,
         status="ok",
         reason=None,

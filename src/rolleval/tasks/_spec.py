@@ -29,19 +29,32 @@ __all__ = [
     "parse_config",
 ]
 
-TASK_TYPES: tuple[str, ...] = ("math", "mcq", "short_answer")
+TASK_TYPES: tuple[str, ...] = ("math", "mcq", "short_answer", "qa", "code")
 
 #: Grader spec per task type before overrides. ``letters`` of ``mcq`` comes from the config.
 _GRADERS: dict[str, dict[str, Any]] = {
     "math": {"type": "math", "extractors": ["boxed", "answer_line", "last_number"]},
     "mcq": {"type": "mcq", "letters": "ABCD"},
     "short_answer": {"type": "short_answer", "numeric_tolerance": None, "first_line": True},
+    "qa": {"type": "qa", "style": "squad"},
+    "code": {"type": "code", "timeout_s": 10.0, "memory_mb": 1024, "processes": 32},
+}
+
+#: The per-rollout score a task's report and comparisons use by default (``score_key``).
+_SCORE_KEYS: dict[str, str] = {
+    "math": "correct",
+    "mcq": "correct",
+    "short_answer": "correct",
+    "qa": "metrics.f1",
+    "code": "correct",
 }
 
 _SAMPLING: dict[str, dict[str, Any]] = {
     "math": {"temperature": 0.7, "top_p": 1.0, "max_tokens": 1024, "stop": None},
     "mcq": {"temperature": 0.7, "top_p": 1.0, "max_tokens": 256, "stop": None},
     "short_answer": {"temperature": 0.7, "top_p": 1.0, "max_tokens": 16, "stop": ["\n"]},
+    "qa": {"temperature": 0.7, "top_p": 1.0, "max_tokens": 32, "stop": ["\n"]},
+    "code": {"temperature": 0.7, "top_p": 1.0, "max_tokens": 1024, "stop": None},
 }
 
 _TEMPLATES: dict[str, str] = {
@@ -58,6 +71,11 @@ _TEMPLATES: dict[str, str] = {
         "Answer with a short phrase.\n"
         "{% for shot in fewshot %}Q: {{ shot.question }}\nA: {{ shot.answer }}\n{% endfor %}"
         "Q: {{ question }}\nA:"
+    ),
+    "qa": "Answer the question with a short phrase, on one line.\n\nQuestion: {{ question }}\nAnswer:",
+    "code": (
+        "{{ question }}\n\nReply with a complete Python program, including the imports it "
+        "needs, in one ```python code block."
     ),
 }
 
@@ -87,6 +105,7 @@ CONFIG_KEYS: tuple[str, ...] = (
     "preset",
     "question_field",
     "sampling",
+    "score_key",
     "seed",
     "shuffle_choices",
     "system",
@@ -180,11 +199,14 @@ class TaskSpec:
     licence: str
     cluster_field: str | None
     type: str = "math"
-    """``math``, ``mcq`` or ``short_answer``."""
+    """``math``, ``mcq``, ``short_answer``, ``qa`` or ``code``."""
     shuffle_choices: bool = False
     """MCQ only: present the choices in a seeded per-problem permutation."""
     seed: int = 0
     """Seed of the choice permutations (with the problem id)."""
+    score_key: str = "correct"
+    """The per-rollout score reports and comparisons use: ``correct``, ``score`` or
+    ``metrics.<name>`` (e.g. ``metrics.f1`` for the qa tasks)."""
     recipe: Recipe | None = field(default=None, repr=False, compare=False)
 
     def load(self, *, limit: int | None = None) -> list[Problem]:
@@ -217,6 +239,7 @@ class TaskSpec:
             "cluster_field": self.cluster_field,
             "shuffle_choices": self.shuffle_choices,
             "seed": self.seed,
+            "score_key": self.score_key,
         }
 
 
@@ -432,6 +455,23 @@ def parse_config(
     if task_type == "mcq":
         grader["letters"] = letters
 
+    score_key = cfg.get("score_key") or _SCORE_KEYS[task_type]
+    if not isinstance(score_key, str) or not (
+        score_key in ("correct", "score")
+        or (score_key.startswith("metrics.") and len(score_key) > len("metrics."))
+    ):
+        raise _fail(where, f"score_key must be correct, score or metrics.<name>; got {score_key!r}")
+    if (
+        task_type == "qa"
+        and score_key.startswith("metrics.")
+        and score_key
+        not in (
+            "metrics.em",
+            "metrics.f1",
+        )
+    ):
+        raise _fail(where, f"a qa task records metrics em and f1; got score_key {score_key!r}")
+
     recipe = Recipe(
         rows=rows,
         id_field=id_field,
@@ -461,6 +501,7 @@ def parse_config(
         type=task_type,
         shuffle_choices=shuffle,
         seed=seed,
+        score_key=score_key,
         recipe=recipe,
     )
 

@@ -1,14 +1,11 @@
-"""The record protocol: one shape for every task.
-
-A run stores three record streams per task (see ``docs/run-format.md``):
+"""The three record streams of a task: prompts, rollouts, judgements.
 
 * :class:`PromptRecord`, one per problem: what was asked and what counts as right;
 * :class:`RolloutRecord`, one per rollout attempt: what the model answered, or why it did not;
 * :class:`JudgementRecord`, one per rollout: what the grader made of the answer.
 
-All three are versioned together by :data:`SCHEMA_VERSION`. On disk every record is one
-JSON object per line; keys whose value is ``None`` (and empty ``metrics``/``extras``) are
-dropped, and read back as their defaults.
+On disk every record is one JSON object per line (:func:`dump_record`); keys whose value is
+``None`` (and empty ``metrics``/``extras``) are dropped, and read back as their defaults.
 
 Statuses keep three kinds of failure apart, and no reported number mixes them:
 
@@ -26,29 +23,24 @@ import hashlib
 from typing import Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
-from .errors import SchemaVersionError
+from ._base import RecordPart, StreamRecord
 
 __all__ = [
     "GRADABLE_STATUS",
     "ROLLOUT_STATUSES",
-    "SCHEMA_VERSION",
     "JudgementRecord",
     "Message",
     "PromptRecord",
     "RolloutRecord",
+    "RolloutStatus",
     "Usage",
-    "check_schema_version",
+    "canonical_json",
     "content_hash",
     "dump_record",
-    "effective_rollouts",
     "make_judgement",
 ]
-
-#: Version of the record protocol and run-directory layout. Bump on any incompatible change
-#: and add an upgrade function in :mod:`rolleval.store`.
-SCHEMA_VERSION = 1
 
 RolloutStatus = Literal["ok", "timeout", "infra_error", "skipped"]
 ROLLOUT_STATUSES: tuple[str, ...] = ("ok", "timeout", "infra_error", "skipped")
@@ -56,31 +48,29 @@ ROLLOUT_STATUSES: tuple[str, ...] = ("ok", "timeout", "infra_error", "skipped")
 GRADABLE_STATUS = "ok"
 
 
-class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Message(_Record):
+class Message(RecordPart):
     """One chat message as sent."""
 
     role: str
     content: str
 
 
-class Usage(_Record):
+class Usage(RecordPart):
     """Token usage as the server reported it (``None`` = not reported)."""
 
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
 
 
-class PromptRecord(_Record):
+class PromptRecord(StreamRecord):
     """One problem: the prompt as sent and the reference it is judged against."""
 
     problem_id: str = Field(min_length=1)
     """Stable identifier taken from the data (never random, never a row counter of a shuffled file)."""
-    prompt: list[Message] | str
-    """Chat messages (chat API) or the raw text (completions API), exactly as sent."""
+    prompt: list[Message] | str | None = None
+    """Chat messages (chat API) or the raw text (completions API), exactly as sent. Always
+    written by rolleval; ``None`` only in runs imported from a source that does not store
+    the prompt (TraceLens trial files, lm-eval samples without ``arguments``)."""
     reference: str | list[str] | None = None
     """Gold answer, or a list of accepted aliases; ``None`` when ``reference_kind`` is ``procedure``."""
     reference_kind: Literal["answer", "procedure"] = "answer"
@@ -89,11 +79,35 @@ class PromptRecord(_Record):
     """Cluster key for clustered standard errors (e.g. the MMLU subject); ``None`` = singleton."""
     extras: dict[str, Any] = Field(default_factory=dict)
     """Task-specific facts, e.g. ``{"permutation": [2, 0, 3, 1]}`` for shuffled choices."""
-    content_hash: str
-    """``sha256`` of the canonical JSON of ``{"prompt": ..., "reference": ...}`` (:func:`content_hash`)."""
+    content_hash: str | None = None
+    """``sha256`` of the canonical JSON of ``{"prompt": ..., "reference": ...}`` (:func:`content_hash`).
+    Always written by rolleval; ``None`` only in runs imported without it, which ``compare``
+    then aligns by problem id alone."""
+
+    @classmethod
+    def build(
+        cls,
+        problem_id: str,
+        prompt: list[dict[str, Any]] | list[Message] | str,
+        reference: str | list[str] | None,
+        *,
+        cluster: str | None = None,
+        extras: dict[str, Any] | None = None,
+        reference_kind: Literal["answer", "procedure"] = "answer",
+    ) -> PromptRecord:
+        """A prompt record with its ``content_hash`` computed from ``prompt`` and ``reference``."""
+        return cls(
+            problem_id=problem_id,
+            prompt=prompt,  # type: ignore[arg-type]
+            reference=reference,
+            reference_kind=reference_kind,
+            cluster=cluster,
+            extras=extras or {},
+            content_hash=content_hash(prompt, reference),
+        )
 
 
-class RolloutRecord(_Record):
+class RolloutRecord(StreamRecord):
     """One attempt at one rollout. A retried rollout (resume) appends a new attempt."""
 
     problem_id: str = Field(min_length=1)
@@ -120,8 +134,13 @@ class RolloutRecord(_Record):
     endpoint: str | None = None
     """Base URL that answered (runs can spread over several endpoints)."""
 
+    @property
+    def key(self) -> tuple[str, int]:
+        """``(problem_id, index)``: which rollout this attempt belongs to."""
+        return (self.problem_id, self.index)
 
-class JudgementRecord(_Record):
+
+class JudgementRecord(StreamRecord):
     """The grader's verdict on one rollout. Every rollout gets one, failed ones included."""
 
     problem_id: str = Field(min_length=1)
@@ -149,6 +168,11 @@ class JudgementRecord(_Record):
     """Raw output of an LLM or service grader."""
 
     @property
+    def key(self) -> tuple[str, int]:
+        """``(problem_id, index)``: which rollout this judgement belongs to."""
+        return (self.problem_id, self.index)
+
+    @property
     def gradable(self) -> bool:
         """True when the rollout counts in the ``judged`` denominator."""
         return self.status == GRADABLE_STATUS and self.grader_error is None
@@ -170,74 +194,46 @@ def content_hash(prompt: Any, reference: Any) -> str:
     return hashlib.sha256(canonical_json({"prompt": prompt, "reference": reference})).hexdigest()
 
 
-def dump_record(record: BaseModel | dict[str, Any]) -> bytes:
+_DROP_EMPTY = ("metrics", "extras")
+
+
+def dump_record(record: BaseModel) -> bytes:
     """One JSONL line (with trailing newline) for a record; ``None`` values and empty
-    ``metrics``/``extras`` are dropped."""
-    data = record.model_dump(exclude_none=True) if isinstance(record, BaseModel) else record
-    data = {
-        k: v
-        for k, v in data.items()
-        if v is not None and not (k in ("metrics", "extras") and not v)
-    }
-    return orjson.dumps(data) + b"\n"
+    ``metrics``/``extras`` are dropped. Serialised by pydantic's compiled core (compact
+    JSON, UTF-8)."""
+    if not isinstance(record, BaseModel):
+        raise TypeError(f"dump_record takes a record model, got {type(record).__name__}")
+    empty = {k for k in _DROP_EMPTY if k in type(record).model_fields and not getattr(record, k)}
+    return (
+        record.__pydantic_serializer__.to_json(record, exclude_none=True, exclude=empty or None)
+        + b"\n"
+    )
 
 
-def check_schema_version(version: object, *, path: object) -> None:
-    """Refuse a schema version other than :data:`SCHEMA_VERSION`, naming both."""
-    if version != SCHEMA_VERSION:
-        raise SchemaVersionError(
-            f"record schema version {version!r} is not readable by this rolleval "
-            f"(reads version {SCHEMA_VERSION}); use the rolleval version that wrote it",
-            path=path,
-        )
-
-
-def effective_rollouts(
-    records: list[dict[str, Any]],
-) -> tuple[dict[tuple[str, int], dict[str, Any]], int]:
-    """The rollout that counts for each (problem, index), and how many duplicates were ignored.
-
-    Rule: the first record with status ``ok`` wins; without one, the last attempt wins (a
-    resumed run appends a new attempt after an infra error). A second ``ok`` record for the
-    same (problem, index) is a duplicate: ignored and counted.
-    """
-    chosen: dict[tuple[str, int], dict[str, Any]] = {}
-    duplicates = 0
-    for rec in records:
-        key = (rec["problem_id"], rec["index"])
-        prev = chosen.get(key)
-        if prev is None:
-            chosen[key] = rec
-        elif prev.get("status") == GRADABLE_STATUS:
-            duplicates += rec.get("status") == GRADABLE_STATUS
-        else:
-            chosen[key] = rec
-    return chosen, duplicates
-
-
-def make_judgement(rollout: dict[str, Any], verdict: Any, grader: str | None) -> dict[str, Any]:
-    """The judgement record (as a dict) for a rollout and the grader's verdict on it.
+def make_judgement(rollout: RolloutRecord, verdict: Any, grader: str | None) -> JudgementRecord:
+    """The judgement record for a rollout and the grader's verdict on it.
 
     ``verdict`` is ``None`` for rollouts that were not graded (status other than ``ok``);
     otherwise an object with ``extracted``, ``correct``, ``cluster``, ``score``,
     ``grader_error`` and ``metrics`` attributes (:class:`rolleval.grading.Verdict`).
     """
-    usage = rollout.get("usage") or {}
-    rec: dict[str, Any] = {
-        "problem_id": rollout["problem_id"],
-        "index": rollout["index"],
-        "status": rollout.get("status"),
-        "finish_reason": rollout.get("finish_reason"),
-        "output_tokens": usage.get("completion_tokens"),
+    usage = rollout.usage
+    fields: dict[str, Any] = {
+        "problem_id": rollout.problem_id,
+        "index": rollout.index,
+        "status": rollout.status,
+        "finish_reason": rollout.finish_reason,
+        "output_tokens": usage.completion_tokens if usage is not None else None,
         "grader": grader,
     }
     if verdict is not None:
-        rec.update(
+        fields.update(
             extracted=verdict.extracted,
             correct=verdict.correct,
             cluster=verdict.cluster,
             score=verdict.score,
             grader_error=verdict.grader_error,
-            metrics=dict(verdict.metrics) if verdict.metrics else None,
+            metrics=dict(verdict.metrics) if verdict.metrics else {},
+            judge_raw=verdict.judge_raw,
         )
-    return {k: v for k, v in rec.items() if v is not None}
+    return JudgementRecord(**fields)

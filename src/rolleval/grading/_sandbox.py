@@ -1,0 +1,320 @@
+"""Running untrusted Python tests in an isolated child process (parent side).
+
+Each execution is one child process started as::
+
+    unshare --user --map-root-user --net --mount --pid --fork --mount-proc \
+            --kill-child=SIGKILL  <python> -I -S _sandbox_boot.py
+
+in a new session (its own process group). The child (:mod:`._sandbox_boot`) has no network
+(only a loopback interface that is down), sees every mount read-only except a private
+size-limited ``tmpfs`` on ``/tmp`` (its working folder), has no capabilities, and runs under
+CPU-time, address-space, process-count, file-size and open-file limits. At the wall-clock
+deadline the parent kills the whole process group; the end of the PID namespace's first
+process kills anything else the code started.
+
+Process count: ``RLIMIT_NPROC`` is counted per user namespace, so it bounds the sandbox's
+own processes, but the kernel does not enforce it when the real user is root. The child
+then also lowers the PID namespace's ``pid_max`` (Linux 6.14+), which caps how many
+processes can exist in it; on older kernels running as root, a fork bomb is stopped by the
+wall-clock deadline only.
+
+:func:`isolation_problem` probes once per process whether this works here (user
+namespaces can be disabled by the kernel, a container's seccomp profile or AppArmor).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ExecLimits", "ExecOutcome", "isolation_problem", "run_tests"]
+
+_BOOT = Path(__file__).with_name("_sandbox_boot.py")
+_UNSHARE_ARGS = (
+    "--user",
+    "--map-root-user",
+    "--net",
+    "--mount",
+    "--pid",
+    "--fork",
+    "--mount-proc",
+    "--kill-child=SIGKILL",
+)
+_TAIL = 2000
+_SIGNALS = {int(s) for s in signal.Signals}
+
+
+@dataclass(frozen=True)
+class ExecLimits:
+    """Limits of one execution."""
+
+    timeout_s: float = 10.0
+    """Wall-clock seconds before the process group is killed."""
+    cpu_s: int = 10
+    """CPU seconds (``RLIMIT_CPU``)."""
+    memory_mb: int = 1024
+    """Address space (``RLIMIT_AS``)."""
+    processes: int = 32
+    """Processes of the sandbox (``RLIMIT_NPROC``; see the module notes for root)."""
+    file_mb: int = 16
+    """Largest file the code may write (``RLIMIT_FSIZE``), output included."""
+    tmp_mb: int = 64
+    """Size of the private ``/tmp``."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "cpu_s": self.cpu_s,
+            "memory_mb": self.memory_mb,
+            "processes": self.processes,
+            "file_mb": self.file_mb,
+            "tmp_mb": self.tmp_mb,
+        }
+
+
+@dataclass(frozen=True)
+class ExecOutcome:
+    """What happened to one execution.
+
+    ``failure`` is ``None`` (every test passed), ``"syntax"``, ``"assertion"``,
+    ``"timeout"`` (wall clock or CPU time), ``"crash"`` (an exception other than an
+    assertion, a signal, or an exit before the harness reported) or ``"sandbox"`` (the
+    isolation could not be set up: a harness failure, never the code's fault).
+    """
+
+    failure: str | None
+    tests_run: int | None
+    tests_passed: int | None
+    message: str | None
+    isolated: bool
+    seconds: float
+    stderr: str = ""
+
+    @property
+    def passed(self) -> bool:
+        return self.failure is None
+
+    def summary(self) -> dict[str, Any]:
+        """JSON-ready summary (stored as the judgement's ``judge_raw``)."""
+        out: dict[str, Any] = {
+            "failure": self.failure,
+            "tests_run": self.tests_run,
+            "tests_passed": self.tests_passed,
+            "isolated": self.isolated,
+            "seconds": round(self.seconds, 3),
+        }
+        if self.message:
+            out["message"] = self.message
+        if self.stderr:
+            out["stderr_tail"] = self.stderr[-_TAIL:]
+        return out
+
+
+def _command(isolate: bool) -> list[str]:
+    python = [sys.executable, "-I", "-S", str(_BOOT)]
+    if not isolate:
+        return python
+    unshare = shutil.which("unshare") or "/usr/bin/unshare"
+    return [unshare, *_UNSHARE_ARGS, *python]
+
+
+def _kill_group(proc: subprocess.Popen[bytes], wait_s: float = 5.0) -> None:
+    """SIGKILL the child's process group until it is empty (or ``wait_s`` passed)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            return
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(0.01)
+
+
+def _read(fh: Any, limit: int = 1 << 20) -> str:
+    fh.seek(0)
+    return fh.read(limit).decode("utf-8", errors="replace")
+
+
+class _Running:
+    """One started execution."""
+
+    def __init__(self, solution: str, tests: Sequence[str], limits: ExecLimits, isolate: bool):
+        self.limits = limits
+        self.isolate = isolate
+        # closed in finish(), which every started execution reaches
+        self.result = tempfile.TemporaryFile()  # noqa: SIM115
+        self.stdout = tempfile.TemporaryFile()  # noqa: SIM115
+        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115
+        self.workdir = None if isolate else tempfile.mkdtemp(prefix="rolleval-exec-")
+        job = {
+            "isolate": isolate,
+            "workdir": self.workdir,
+            "result_fd": self.result.fileno(),
+            "solution": solution,
+            "tests": list(tests),
+            "limits": limits.to_json(),
+        }
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(
+            _command(isolate),
+            stdin=subprocess.PIPE,
+            stdout=self.stdout,
+            stderr=self.stderr,
+            pass_fds=(self.result.fileno(),),
+            start_new_session=True,
+            cwd=self.workdir or "/",
+        )
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(job).encode("utf-8"))
+            self.proc.stdin.close()
+        except BrokenPipeError:
+            pass
+        self.deadline = self.started + limits.timeout_s
+
+    def finish(self) -> ExecOutcome:
+        """Wait for the child (killing its group at the deadline) and read its report."""
+        timed_out = False
+        try:
+            code = self.proc.wait(timeout=max(0.0, self.deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(self.proc)
+            code = self.proc.wait()
+        _kill_group(self.proc)  # anything left in the group (unsafe mode: no PID namespace)
+        seconds = time.monotonic() - self.started
+        try:
+            raw = _read(self.result).strip()
+            stderr = _read(self.stderr)
+        finally:
+            for fh in (self.result, self.stdout, self.stderr):
+                fh.close()
+            if self.workdir is not None:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+        return _outcome(raw, code, timed_out, stderr, seconds, self.isolate)
+
+
+def _outcome(
+    raw: str, code: int, timed_out: bool, stderr: str, seconds: float, isolated: bool
+) -> ExecOutcome:
+    def make(failure: str | None, message: str | None, run=None, passed=None) -> ExecOutcome:
+        return ExecOutcome(failure, run, passed, message, isolated, seconds, stderr)
+
+    lines = []
+    for line in raw.splitlines():
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict):
+            lines.append(item)
+    ready = any(item.get("ready") for item in lines)
+    errors = [item["sandbox_error"] for item in lines if "sandbox_error" in item]
+    if errors:
+        return make("sandbox", f"sandbox setup failed: {errors[0]}")
+    if not ready:
+        if timed_out:
+            return make("sandbox", "the sandbox did not start before the wall-clock limit")
+        tail = " ".join(stderr.split())[-300:]
+        return make("sandbox", f"the sandbox did not start (exit {code}): {tail}")
+    reports = [item for item in lines if "failure" in item]
+    report = reports[-1] if reports else {}
+    run, passed = report.get("tests_run"), report.get("tests_passed")
+    if timed_out:
+        return make("timeout", "killed at the wall-clock limit", run, passed)
+    if not report:
+        if code == 128 + signal.SIGXCPU:
+            return make("timeout", "CPU-time limit reached", run, passed)
+        if code > 128:
+            name = signal.Signals(code - 128).name if code - 128 in _SIGNALS else str(code - 128)
+            return make("crash", f"killed by signal {name} before reporting its tests")
+        return make("crash", f"the program ended (exit {code}) before reporting its tests")
+    failure = report.get("failure")
+    if failure not in (None, "syntax", "assertion", "crash"):
+        return make("crash", f"unexpected harness report {raw[:200]!r}")
+    return make(failure, report.get("message"), run, passed)
+
+
+def run_tests(
+    jobs: Sequence[tuple[str, Sequence[str]]],
+    limits: ExecLimits | None = None,
+    *,
+    isolate: bool = True,
+    parallel: int = 4,
+) -> list[ExecOutcome]:
+    """Run each ``(solution, tests)`` job in its own child process; one outcome per job.
+
+    The solution runs first, then each test snippet in order in the same namespace,
+    stopping at the first failure. Up to ``parallel`` children run at once. ``isolate=False``
+    runs without namespaces (limits, private folder and the group kill still apply):
+    only for trusted code, see ``--unsafe-exec``.
+    """
+    limits = limits or ExecLimits()
+    outcomes: list[ExecOutcome | None] = [None] * len(jobs)
+    running: list[tuple[int, _Running]] = []
+    queue = list(enumerate(jobs))
+    queue.reverse()
+    while queue or running:
+        while queue and len(running) < max(1, parallel):
+            i, (solution, tests) = queue.pop()
+            try:
+                running.append((i, _Running(solution, tests, limits, isolate)))
+            except OSError as exc:
+                outcomes[i] = ExecOutcome(
+                    "sandbox", f"could not start: {exc}", None, None, None, isolate, 0.0
+                )
+        still: list[tuple[int, _Running]] = []
+        now = time.monotonic()
+        for i, job in running:
+            if job.proc.poll() is not None or now >= job.deadline:
+                outcomes[i] = job.finish()
+            else:
+                still.append((i, job))
+        if len(still) == len(running):
+            time.sleep(0.005)
+        running = still
+    return [o for o in outcomes if o is not None]
+
+
+@functools.lru_cache(maxsize=1)
+def isolation_problem() -> str | None:
+    """``None`` when isolated execution works here, else why not (one line).
+
+    Runs a probe program that must find itself without network and unable to write
+    outside its folder.
+    """
+    if not sys.platform.startswith("linux"):
+        return f"isolated execution needs Linux namespaces (this is {sys.platform})"
+    if shutil.which("unshare") is None and not Path("/usr/bin/unshare").exists():
+        return "the 'unshare' command (util-linux) is not installed"
+    probe = (
+        "import socket, os\n"
+        "try:\n"
+        "    socket.create_connection(('127.0.0.1', 9), timeout=1)\n"
+        "    raise SystemExit('network reachable')\n"
+        "except OSError as exc:\n"
+        "    assert 'network reachable' not in str(exc)\n"
+        f"try:\n    open({str(_BOOT.parent / '.rolleval-probe')!r}, 'w')\n"
+        "    raise SystemExit('outside write allowed')\n"
+        "except OSError:\n    pass\n"
+        "open('probe.txt', 'w').write('ok')\n"
+    )
+    try:
+        (outcome,) = run_tests([(probe, [])], ExecLimits(timeout_s=20.0), isolate=True)
+    finally:
+        (_BOOT.parent / ".rolleval-probe").unlink(missing_ok=True)
+    if outcome.failure is None:
+        return None
+    detail = outcome.message or outcome.failure
+    return f"user namespaces are not usable here ({' '.join(detail.split())[:300]})"

@@ -1,0 +1,102 @@
+"""What every record model shares: strictness, the schema version, the upgrade hook."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
+
+from ..errors import SchemaVersionError
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "FileModel",
+    "RecordPart",
+    "StreamRecord",
+    "check_schema_version",
+]
+
+#: Version of the record protocol and run-directory layout. It covers the manifest,
+#: ``task.json``, ``profile.json`` and the three record streams together. Bump it on any
+#: incompatible change and give the models an upgrade step in their ``_upgrade`` validator.
+SCHEMA_VERSION = 1
+
+
+def check_schema_version(version: object, *, path: object, what: str = "record schema") -> None:
+    """Refuse a schema version other than :data:`SCHEMA_VERSION`, naming both."""
+    if version != SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"{what} version {version!r} is not readable by this rolleval "
+            f"(reads version {SCHEMA_VERSION}); use the rolleval version that wrote it",
+            path=path,
+        )
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RecordPart(_Model):
+    """A value nested inside a record (a chat message, token usage): strict and immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class StreamRecord(_Model):
+    """One line of a record stream (``prompts.jsonl``, ``rollouts.jsonl``, ``judgements.jsonl``).
+
+    Lines carry no version of their own: the run's ``manifest.json`` ``schema_version``
+    covers them. A reader of an older run passes that version as validation context
+    (``model_validate(data, context={"schema_version": v})``) and :meth:`_upgrade` brings
+    the line to the current shape before the fields are checked.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade_stream(cls, data: Any, info: ValidationInfo) -> Any:
+        version = (info.context or {}).get("schema_version", SCHEMA_VERSION)
+        if version != SCHEMA_VERSION and isinstance(data, dict):
+            check_schema_version(version, path=None)
+        return data
+
+
+class FileModel(_Model):
+    """A whole run file (manifest, task settings, profile, ...): versioned by its own field.
+
+    Subclasses declare their version field first. :meth:`_upgrade` (``mode="before"``)
+    refuses a version newer than this rolleval reads and rewrites older shapes into the
+    current one; ``_upgrades`` maps a version to the step that lifts it by one.
+    """
+
+    version_field: ClassVar[str] = "schema_version"
+    current_version: ClassVar[int] = SCHEMA_VERSION
+    kind: ClassVar[str] = "file"
+    _upgrades: ClassVar[dict[int, Any]] = {}
+
+    @model_validator(mode="before")
+    @classmethod
+    def _upgrade(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        version = data.get(cls.version_field, 1)
+        if not isinstance(version, int) or isinstance(version, bool):
+            return data  # the field's own type check reports it
+        if version > cls.current_version or version < 1:
+            writer = data.get("rolleval_version", "unknown")
+            raise SchemaVersionError(
+                f"{cls.kind} version {version!r} (written by rolleval {writer}) is not readable "
+                f"by this rolleval, which reads version {cls.current_version}; use rolleval {writer}"
+            )
+        data = cls._normalise(dict(data))
+        while version < cls.current_version:
+            data = cls._upgrades[version](data)
+            version += 1
+            data[cls.version_field] = version
+        return data
+
+    @classmethod
+    def _normalise(cls, data: dict[str, Any]) -> dict[str, Any]:
+        """Accept spellings that files of the current version may hold (default: none)."""
+        return data

@@ -1,0 +1,227 @@
+"""The code grader and its sandbox: real child processes, real HumanEval/MBPP data."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from rolleval.errors import UsageError
+from rolleval.grading import CodeGrader, _code, _sandbox, extract_code, make_grader
+from rolleval.grading._sandbox import ExecLimits, isolation_problem, run_tests
+from rolleval.tasks import _builtin, _olmo
+
+
+def test_isolation_works_here():
+    """The suite's machines must support the sandbox (else every code test below fails too)."""
+    assert isolation_problem() is None
+
+
+def _rows(task: str) -> list[dict]:
+    decl = _builtin._declarations()["tasks"][task]
+    return _builtin._LOADERS[decl["loader"]](_olmo.resolve_files(task, decl["data"]))
+
+
+def _raw(verdict) -> dict:
+    return json.loads(verdict.judge_raw)
+
+
+def test_extract_code():
+    reply = "Here:\n```python\nimport math\n```\nthen\n```py\ndef f(x):\n    return x\n```\nDone."
+    assert extract_code(reply) == "def f(x):\n    return x"
+    assert extract_code("```\nprint(1)\n```") == "print(1)"
+    assert extract_code("```bash\nls\n```\nno python here") is None
+    assert extract_code("Sure.\n\ndef g():\n    return 2\n") == "def g():\n    return 2"
+    assert extract_code("I cannot help with that.") is None
+    assert extract_code("```python\ndef h():\n    return 3") == "def h():\n    return 3"  # unclosed
+
+
+@pytest.mark.parametrize("task", ["humaneval", "mbpp"])
+def test_every_canonical_solution_passes(task):
+    rows = _rows(task)
+    limits = CodeGrader().limits  # the defaults the built-in tasks use
+    jobs = [(r["canonical_solution"], r["answer"]) for r in rows]
+    outcomes = run_tests(jobs, limits, parallel=2)
+    failed = [(r["id"], o.failure, o.message) for r, o in zip(rows, outcomes) if not o.passed]
+    assert failed == []
+    assert all(o.isolated for o in outcomes)
+    assert len(outcomes) == {"humaneval": 164, "mbpp": 500}[task]
+    if task == "mbpp":  # one test per assert, all run and passed
+        assert [(o.tests_run, o.tests_passed) for o in outcomes] == [
+            (len(r["answer"]),) * 2 for r in rows
+        ]
+
+
+def _entry_point(row: dict) -> str:
+    if "entry_point" in row:
+        return row["entry_point"]
+    return re.search(
+        r"assert\s+(?:not\s+)?\(?\s*(?:set\()?([A-Za-z_]\w*)\(", row["answer"][0]
+    ).group(1)
+
+
+@pytest.mark.parametrize("task", ["humaneval", "mbpp"])
+def test_broken_solutions_fail(task):
+    """The canonical solution, then the entry point redefined to return a constant."""
+    rows = _rows(task)[::4]
+    jobs = []
+    for r in rows:
+        broken = f"{r['canonical_solution']}\n\ndef {_entry_point(r)}(*args, **kwargs):\n    return 12345\n"
+        jobs.append((broken, r["answer"]))
+    outcomes = run_tests(jobs, CodeGrader().limits, parallel=2)
+    passed = [r["id"] for r, o in zip(rows, outcomes) if o.passed]
+    assert passed == []
+    assert {o.failure for o in outcomes} <= {"assertion", "crash"}
+
+
+def _grade(code: str, tests, **options):
+    grader = CodeGrader(**{"timeout_s": 3.0, **options})
+    return grader.grade_problem(tests, [(0, f"```python\n{code}\n```")])[0]
+
+
+def test_failure_kinds_and_test_counts():
+    tests = ["assert f(1) == 2", "assert f(2) == 4", "assert f(3) == 6"]
+    ok = _grade("def f(x):\n    return 2 * x", tests)
+    assert ok.correct is True and ok.metrics == {"tests_run": 3.0, "tests_passed": 3.0}
+    assert _raw(ok)["failure"] is None and _raw(ok)["isolated"] is True
+    wrong = _grade("def f(x):\n    return x + 1", tests)
+    assert wrong.correct is False and wrong.metrics == {"tests_run": 2.0, "tests_passed": 1.0}
+    assert _raw(wrong)["failure"] == "assertion"
+    syntax = _grade("def f(x) return x", tests)
+    assert (syntax.correct, _raw(syntax)["failure"], syntax.metrics["tests_run"]) == (
+        False,
+        "syntax",
+        0.0,
+    )
+    crash = _grade("def f(x):\n    return 1 / 0", tests)
+    assert (crash.correct, _raw(crash)["failure"]) == (False, "crash")
+    assert "ZeroDivisionError" in _raw(crash)["message"]
+    loop = _grade("def f(x):\n    while True:\n        pass", tests, timeout_s=1.0)
+    assert (loop.correct, _raw(loop)["failure"]) == (False, "timeout")
+    exits = _grade("import os\nos._exit(0)", tests)
+    assert (exits.correct, _raw(exits)["failure"]) == (False, "crash")
+    none = CodeGrader().grade_problem(tests, [(0, "No idea, sorry.")])[0]
+    assert (none.extracted, none.correct, _raw(none)["failure"]) == (None, False, "no_code")
+    memory = _grade("x = bytearray(4 * 1024 ** 3)", tests, memory_mb=256)
+    assert (memory.correct, _raw(memory)["failure"]) == (False, "crash")
+    assert "MemoryError" in _raw(memory)["message"]
+
+
+def _sandbox_processes() -> list[int]:
+    out = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except OSError:
+                continue
+            if b"_sandbox_boot.py" in cmd:
+                out.append(int(pid))
+    return out
+
+
+def test_hostile_rollouts_are_contained_and_grading_goes_on():
+    # outside /tmp (the sandbox has its own /tmp): next to this file
+    target = Path(__file__).with_name(f".escaped-{os.getpid()}.txt")
+    tests = ["assert f(2) == 4"]
+    hostile = {
+        0: "import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=1)\ndef f(x):\n    return 2 * x",
+        1: f"open({str(target)!r}, 'w').write('x')\ndef f(x):\n    return 2 * x",
+        2: "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+        3: "import subprocess\nsubprocess.Popen(['sleep', '300'], start_new_session=True)\ndef f(x):\n    return 2 * x",
+        4: "def f(x):\n    return 2 * x",
+    }
+    grader = CodeGrader(timeout_s=2.0)
+    verdicts = grader.grade_problem(
+        tests, [(i, f"```python\n{code}\n```") for i, code in hostile.items()]
+    )
+    escaped = target.exists()
+    target.unlink(missing_ok=True)
+    assert not escaped
+    assert _raw(verdicts[0])["failure"] == "crash" and "unreachable" in _raw(verdicts[0])["message"]
+    assert _raw(verdicts[1])["failure"] == "crash" and "Read-only" in _raw(verdicts[1])["message"]
+    assert _raw(verdicts[2])["failure"] in ("timeout", "crash")
+    # a detached child is killed with the PID namespace, the rollout itself passes
+    assert verdicts[3].correct is True
+    assert verdicts[4].correct is True
+    assert all(v.grader_error is None for v in verdicts.values())
+    assert _sandbox_processes() == []
+
+
+def test_process_count_is_capped():
+    """Forks past the cap fail (RLIMIT_NPROC, or the PID namespace's pid_max as root)."""
+    code = (
+        "import os, time\nspawned = 0\nfor _ in range(2000):\n    try:\n        pid = os.fork()\n"
+        "    except OSError:\n        break\n    if pid == 0:\n        time.sleep(20)\n        os._exit(0)\n"
+        "    spawned += 1\n"
+    )
+    verdict = _grade(code, ["assert 0 < spawned <= 300, spawned"], timeout_s=10.0, processes=16)
+    assert verdict.correct is True, verdict.judge_raw
+    assert _sandbox_processes() == []
+
+
+def test_sandbox_failure_is_a_grader_error(monkeypatch):
+    monkeypatch.setattr(_sandbox, "_UNSHARE_ARGS", ("--no-such-option",))
+    verdicts = CodeGrader().grade_problem(["assert True"], [(0, "```python\nx = 1\n```")])
+    v = verdicts[0]
+    assert v.correct is None and v.grader_error.startswith("sandbox:")
+    assert v.extracted == "x = 1"
+
+
+def test_refuses_without_isolation_unless_unsafe_exec(monkeypatch, tmp_path):
+    monkeypatch.setattr(_code, "isolation_problem", lambda: "user namespaces are disabled")
+    monkeypatch.delenv(_code.UNSAFE_EXEC_ENV, raising=False)
+    with pytest.raises(UsageError, match="--unsafe-exec"):
+        CodeGrader().check_available()
+    monkeypatch.setenv(_code.UNSAFE_EXEC_ENV, "1")
+    CodeGrader().check_available()
+    target = tmp_path / "written.txt"
+    v = _grade(f"open({str(target)!r}, 'w').write('x')\nok = 1", ["assert ok == 1"])
+    assert v.correct is True and _raw(v)["isolated"] is False
+    assert target.exists()  # what isolation prevents, shown by its absence
+
+
+def test_spec_round_trip_and_bad_options():
+    g = make_grader({"type": "code", "timeout_s": 3})
+    assert g.spec == {
+        "type": "code",
+        "timeout_s": 3.0,
+        "memory_mb": 1024,
+        "processes": 32,
+    }
+    assert make_grader(g.spec) == g
+    with pytest.raises(UsageError, match="timeout_s"):
+        make_grader({"type": "code", "timeout_s": 61})
+    with pytest.raises(UsageError, match="memory_mb"):
+        make_grader({"type": "code", "memory_mb": 0})
+    with pytest.raises(UsageError, match="accepted keys"):
+        make_grader({"type": "code", "network": True})
+
+
+def test_identical_programs_share_a_cluster_and_one_execution():
+    code = "```python\ndef f(x):\n    return 2 * x\n```"
+    verdicts = CodeGrader().grade_problem(
+        ["assert f(2) == 4"], [(3, code), (1, code + "\n\n"), (2, "```python\nf = abs\n```")]
+    )
+    assert verdicts[1].cluster == verdicts[3].cluster == 1
+    assert verdicts[2].cluster == 2 and verdicts[2].correct is False
+
+
+def test_limits_are_applied():
+    (o,) = run_tests(
+        [
+            (
+                "import resource\nlimits = [resource.getrlimit(r)[0] for r in "
+                "(resource.RLIMIT_CPU, resource.RLIMIT_AS, resource.RLIMIT_NPROC, resource.RLIMIT_FSIZE)]",
+                [
+                    "assert limits == [3, 128 << 20, 7, 16 << 20], limits",
+                    "import os\nassert os.getcwd() == '/tmp' and os.listdir('/tmp') == []",
+                ],
+            )
+        ],
+        ExecLimits(timeout_s=5, cpu_s=3, memory_mb=128, processes=7),
+    )
+    assert o.passed, o.message
