@@ -658,3 +658,75 @@ def test_task_names_cannot_leave_the_run_directory(tmp_path):
     import_run("tracelens", src, tmp_path / "r")
     assert [p.name for p in (tmp_path / "r" / "tasks").iterdir()] == ["_.._escaped"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["evil.trials.json", "r"]
+
+
+def test_tracelens_timeout_counts_as_a_failure_in_pass1(tmp_path):
+    """TraceLens counts a timed-out trial as a failure; so does rolleval's default
+    ``timeout_policy: failure``: pass@1 is the mean over problems of passes / (gradable +
+    timed-out) rollouts, computed here by hand from the edited trials file."""
+    data = orjson.loads((TRACELENS / "noisy.trials.json").read_bytes())
+    passing = [i for i, t in enumerate(data["trials"]) if t["outcomes"][0]["passed"]]
+    timed_out = data["trials"][passing[0]]
+    timed_out["status"] = "timeout"
+    timed_out["error_message"] = "over budget"
+    data["trials"][passing[1]]["status"] = "infra_error"  # left out, unlike the timeout
+    src = tmp_path / "t.trials.json"
+    src.write_bytes(orjson.dumps(data))
+    import_run("tracelens", src, tmp_path / "run")
+    settings = orjson.loads(
+        (tmp_path / "run" / "tasks" / "compare-fixture" / "task.json").read_bytes()
+    )
+    assert settings["timeout_policy"] == "failure"
+    per: dict[str, list[int]] = {}
+    for t in data["trials"]:
+        if t["status"] == "infra_error":
+            continue
+        ok = t["status"] != "timeout" and all(o["passed"] for o in t["outcomes"])
+        per.setdefault(t["task_id"], []).append(int(ok))
+    want = sum(sum(v) / len(v) for v in per.values()) / len(per)
+    assert _pass1(tmp_path / "run") == pytest.approx(want, abs=1e-12)
+    rep = report_run(tmp_path / "run", write=False).report["tasks"]["compare-fixture"]
+    assert rep["rollouts"]["gradable"] == 32 - 2
+
+
+def test_tracelens_import_without_prompts_shows_and_refuses_regrade(tmp_path, capsys):
+    """TraceLens trials store no prompt and no reference: the prompt records say so
+    (``prompt`` absent), ``show`` prints that in text and ``null`` in JSONL, and ``regrade``
+    refuses with one line, exit 2, leaving the judgements as they were."""
+    from rolleval.api import regrade_run, show_records
+    from rolleval.store import RunDir
+
+    run = tmp_path / "run"
+    import_run("tracelens", TRACELENS / "noisy.trials.json", run)
+    tf = RunDir.open(run).require_task("compare-fixture")
+    prompts = tf.read_prompts().by_id
+    assert len(prompts) == 16
+    assert all(p.prompt is None and p.reference is None for p in prompts.values())
+    assert all(p.content_hash for p in prompts.values())  # TraceLens's own task hashes
+    settings = tf.read_settings()
+    assert settings.runner is not None and settings.runner["num_runs"] == 2
+    items = show_records(run, problem="t00")
+    assert [i["prompt"] for i in items] == [None]
+    assert len(items[0]["rollouts"]) == 2
+
+    assert main(["show", str(run), "--problem", "t00"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[1].startswith("(prompt not stored")  # not the word "None"
+    assert main(["show", str(run), "--problem", "t00", "--format", "jsonl"]) == 0
+    assert orjson.loads(capsys.readouterr().out.splitlines()[0])["prompt"] is None
+
+    before = tf.judgements.read_bytes()
+    with pytest.raises(DataError, match="no problem has a reference answer"):
+        regrade_run(run, grader_spec={"type": "short_answer"}, workers=0)
+    assert main(["regrade", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert tf.judgements.read_bytes() == before
+    assert not (tf.dir / "judgements.prev.jsonl").exists()
+
+
+def test_report_of_a_folder_that_is_not_a_run_points_to_import(tmp_path, capsys):
+    (tmp_path / "samples.jsonl").write_text("{}\n")
+    assert main(["report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "not a run directory" in err and "rolleval import" in err

@@ -70,7 +70,7 @@ class PromptRecord(StreamRecord):
     prompt: list[Message] | str | None = None
     """Chat messages (chat API) or the raw text (completions API), exactly as sent. Always
     written by rolleval; ``None`` only in runs imported from a source that does not store
-    the prompt (TraceLens trial files, lm-eval samples without ``arguments``)."""
+    the prompt (e.g. TraceLens trial files)."""
     reference: str | list[str] | None = None
     """Gold answer, or a list of accepted aliases; ``None`` when ``reference_kind`` is ``procedure``."""
     reference_kind: Literal["answer", "procedure"] = "answer"
