@@ -730,3 +730,28 @@ def test_report_of_a_folder_that_is_not_a_run_points_to_import(tmp_path, capsys)
     assert main(["report", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert "not a run directory" in err and "rolleval import" in err
+
+
+def test_task_writer_add_prompts_appends_in_order_and_takes_models_only(tmp_path):
+    """Streaming importers append prompt records in batches (``TaskWriter.add_prompts``):
+    lines land in the order given, across calls, and read back through the typed reader;
+    a dict is refused and the partial run is removed."""
+    from rolleval.records import PromptRecord, RunManifest, TaskSettings
+    from rolleval.writer import RunWriter
+
+    made = [PromptRecord.build(f"p{i}", f"question {i}", str(i)) for i in (3, 1, 2)]
+    with RunWriter.create(tmp_path / "r", RunManifest(run_id="x"), command="import") as w:
+        t = w.add_task(TaskSettings(name="t"), [])
+        t.add_prompts(made[:2])
+        t.add_prompts(made[2:])
+        t.close()
+        ids = [orjson.loads(x)["problem_id"] for x in t.files.prompts.read_bytes().splitlines()]
+        assert ids == ["p3", "p1", "p2"]
+        assert t.files.read_prompts().by_id == {p.problem_id: p for p in made}
+        w.finish()
+    with (
+        pytest.raises(TypeError, match="PromptRecord"),
+        RunWriter.create(tmp_path / "s", RunManifest(run_id="y")) as w,
+    ):
+        w.add_task(TaskSettings(name="t"), []).add_prompts([made[0].model_dump()])
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]

@@ -17,7 +17,14 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import UsageError
-from ..records import JudgementRecord, PromptRecord, RunManifest, RunSummary, TaskSettings
+from ..records import (
+    JudgementRecord,
+    PromptRecord,
+    RolloutRecord,
+    RunManifest,
+    RunSummary,
+    TaskSettings,
+)
 from ..store import validate_model
 from ..writer import RunWriter, TaskWriter
 from ._base import ImportedRun, ImportedTask
@@ -50,23 +57,59 @@ def _dir_name(name: str) -> str:
     return safe
 
 
-def _write_records(tw: TaskWriter, task: ImportedTask) -> tuple[list[PromptRecord], int]:
-    """Stream the task's rollouts and judgements into the run; return its prompts (one per
-    problem, written by the caller at the end) and the number of rollouts.
+_BATCH = 512
+"""Problems buffered between writes of a streaming task (fewer flushes, bounded memory)."""
 
-    A streaming task is consumed problem by problem, so memory stays bounded by one
-    problem's rollouts plus the prompts; a task of lists is written as it is.
+
+def _write_records(tw: TaskWriter, task: ImportedTask) -> tuple[int, int, dict[str, str], bool]:
+    """Write the task's prompts, rollouts and judgements into the run; return (problems,
+    rollouts, content hashes by problem, whether any reference exists).
+
+    A streaming task is consumed problem by problem and written every :data:`_BATCH`
+    problems, so memory stays bounded by a batch of problems' records; a task of lists is
+    written as it is (its prompts sorted by problem id).
     """
-    prompts: list[PromptRecord] = list(task.prompts) if task.stream is None else []
-    n_rollouts = 0
-    chunks = task.stream if task.stream is not None else [(None, task.rollouts, task.judgements)]
-    for prompt, rollouts, judgements in chunks:
-        if prompt is not None:
-            prompts.append(prompt)
+    hashes: dict[str, str] = {}
+    n_problems = n_rollouts = 0
+    any_reference = False
+
+    def note(p: PromptRecord) -> None:
+        nonlocal n_problems, any_reference
+        n_problems += 1
+        any_reference = any_reference or p.reference is not None
+        if p.content_hash:
+            hashes[p.problem_id] = p.content_hash
+
+    if task.stream is None:
+        for p in task.prompts:
+            note(p)
+        tw.write_prompts(task.prompts)
+        tw.add_rollouts(task.rollouts)
+        tw.add_judgements(_with_clusters(task.judgements))
+        return n_problems, len(task.rollouts), hashes, any_reference
+
+    prompts: list[PromptRecord] = []
+    rollouts: list[RolloutRecord] = []
+    judgements: list[JudgementRecord] = []
+
+    def flush() -> None:
+        tw.add_prompts(prompts)
         tw.add_rollouts(rollouts)
-        n_rollouts += len(rollouts)
-        tw.add_judgements(_with_clusters(judgements))
-    return prompts, n_rollouts
+        tw.add_judgements(judgements)
+        prompts.clear()
+        rollouts.clear()
+        judgements.clear()
+
+    for prompt, chunk_rollouts, chunk_judgements in task.stream:
+        note(prompt)
+        prompts.append(prompt)
+        rollouts.extend(chunk_rollouts)
+        judgements.extend(_with_clusters(chunk_judgements))
+        n_rollouts += len(chunk_rollouts)
+        if len(prompts) >= _BATCH:
+            flush()
+    flush()
+    return n_problems, n_rollouts, hashes, any_reference
 
 
 def _check_out(out: Path) -> None:
@@ -121,12 +164,8 @@ def write_imported_run(
                 )
             names.append(task.name)
             tw = writer.add_task(TaskSettings(name=task.name), [])
-            prompts, n_rollouts = _write_records(tw, task)
-            n_problems = tw.write_prompts(prompts)
+            n_problems, n_rollouts, hashes, any_reference = _write_records(tw, task)
             tw.close()
-            any_reference = any(p.reference is not None for p in prompts)
-            hashes = {p.problem_id: p.content_hash for p in prompts if p.content_hash}
-            del prompts
             if run.model is None and isinstance(task.settings.get("source"), dict):
                 run.model = task.settings["source"].get("model")
             tw.write_settings(
