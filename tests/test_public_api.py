@@ -142,6 +142,7 @@ def test_every_cli_command_has_a_python_api():
         "plan": rolleval.plan_runs,
         "tasks": importlib.import_module("rolleval.tasks").list_tasks,
         "example": importlib.import_module("rolleval.synthetic").write_synthetic_run,
+        "import": rolleval.import_run,
     }
     assert set(cli.commands) == set(api)
     assert all(callable(f) for f in api.values())

@@ -26,6 +26,7 @@ from .errors import (
     SchemaVersionError,
     UsageError,
 )
+from .importers import import_run
 from .runner import RunOutcome, derive_seed, run_eval
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "compare_runs",
     "derive_seed",
     "gate_run",
+    "import_run",
     "load_config_file",
     "plan_runs",
     "regrade_run",

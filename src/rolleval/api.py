@@ -103,6 +103,14 @@ def _prepare_regrade(
     grader = make_grader(spec)
     grader.check_available()
     prompts = files.read_prompts()
+    if prompts.by_id and all(
+        p.reference is None and p.reference_kind == "answer" for p in prompts.by_id.values()
+    ):
+        raise DataError(
+            "no problem has a reference answer (a run imported from a source that does not "
+            "store them); cannot regrade: keep the source's own verdicts",
+            path=files.prompts,
+        )
     rollouts = files.read_rollouts(missing_ok=False)
     for i, rec in enumerate(rollouts.records):
         if rec.problem_id not in prompts.by_id:

@@ -671,13 +671,13 @@ class RunDir:
         path = Path(path)
         if not path.is_dir():
             raise DataError(
-                "not a run directory (no such directory); pass the directory `rolleval run --out` (or `rolleval import`) wrote",
+                "not a run directory (no such directory); pass the --out of `rolleval run` (or `rolleval import` for another tool's output)",
                 path=path,
             )
         mpath = path / "manifest.json"
         if not mpath.exists():
             raise DataError(
-                "not a run directory (manifest.json missing); pass the directory `rolleval run --out` (or `rolleval import`) wrote",
+                "not a run directory (manifest.json missing); pass the --out of `rolleval run` (or `rolleval import` for another tool's output)",
                 path=path,
             )
         data = read_json(mpath, what="run manifest")

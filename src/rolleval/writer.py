@@ -118,6 +118,7 @@ class TaskWriter:
     def __init__(self, run: RunWriter, name: str):
         self._run = run
         self.name = name
+        self._prompts: JsonlAppender | None = None
         self._rollouts: JsonlAppender | None = None
         self._judgements: JsonlAppender | None = None
         self.closed = False
@@ -127,7 +128,11 @@ class TaskWriter:
             raise RuntimeError(f"task writer {self.name!r} is closed")
         app = getattr(self, which)
         if app is None:
-            path = self.files.rollouts if which == "_rollouts" else self.files.judgements
+            path = {
+                "_prompts": self.files.prompts,
+                "_rollouts": self.files.rollouts,
+                "_judgements": self.files.judgements,
+            }[which]
             app = JsonlAppender(path)
             setattr(self, which, app)
         return app
@@ -147,8 +152,17 @@ class TaskWriter:
     def write_prompts(self, prompts: Iterable[PromptRecord]) -> int:
         """Write ``prompts.jsonl`` atomically, sorted by problem id; returns the count."""
         recs = sorted((_check(p, PromptRecord) for p in prompts), key=lambda p: p.problem_id)
+        if self._prompts is not None:
+            self._prompts.close()
+            self._prompts = None
         atomic_write_bytes(self.files.prompts, b"".join(dump_record(p) for p in recs))
         return len(recs)
+
+    def add_prompts(self, records: Iterable[PromptRecord]) -> None:
+        """Append prompt records in one write, in the order given (importers streaming a
+        large source, so memory stays bounded; :meth:`write_prompts` writes them sorted)."""
+        lines = [dump_record(_check(p, PromptRecord)) for p in records]
+        self._appender("_prompts").write_many(lines)
 
     def add_rollout(self, record: RolloutRecord) -> None:
         """Append one rollout attempt (one whole line, flushed)."""
@@ -184,10 +198,10 @@ class TaskWriter:
 
     def close(self) -> None:
         """Flush and close the appenders; later appends are refused (idempotent)."""
-        for app in (self._rollouts, self._judgements):
+        for app in (self._prompts, self._rollouts, self._judgements):
             if app is not None:
                 app.close()
-        self._rollouts = self._judgements = None
+        self._prompts = self._rollouts = self._judgements = None
         self.closed = True
 
 

@@ -23,6 +23,7 @@ def _load_commands() -> None:
         _compare,
         _example,
         _gate,
+        _import,
         _plan,
         _regrade,
         _report,

@@ -38,6 +38,8 @@ def _register_run_key(rd: RunDir) -> None:
 
 
 def _prompt_text(prompt: object) -> str:
+    if prompt is None:  # runs imported from a source that does not store the prompt
+        return "(prompt not stored: the source this run was imported from lacks it)"
     if isinstance(prompt, list):
         return "\n".join(
             f"[{m.get('role')}] {m.get('content')}" for m in prompt if isinstance(m, dict)

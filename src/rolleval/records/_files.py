@@ -173,6 +173,17 @@ class TaskSettings(FileModel):
     """sha256 of the concatenated problem hashes in sorted-id order."""
     problem_hashes: dict[str, str] = Field(default_factory=dict)
     """Per problem id: the prompt record's ``content_hash``."""
+    source_file: str | None = None
+    """Imported runs only (``rolleval import``): name of the file or folder of the source
+    output this task was read from."""
+    source_summary: dict[str, Any] | None = None
+    """Imported lighteval runs only: the task's ``summary_tasks`` entry of the results file,
+    as lighteval wrote it."""
+    source_anomalies: Any = None
+    """Imported SiEval runs only: the task's ``anomalies.json``, as SiEval wrote it."""
+    runner: dict[str, Any] | None = None
+    """Imported TraceLens runs only: the ``provenance.measurement.runner`` settings
+    (``num_runs``, ``timeout_seconds``, ...), as TraceLens wrote them."""
 
 
 class ProfileRollouts(RecordPart):

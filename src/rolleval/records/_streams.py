@@ -67,8 +67,10 @@ class PromptRecord(StreamRecord):
 
     problem_id: str = Field(min_length=1)
     """Stable identifier taken from the data (never random, never a row counter of a shuffled file)."""
-    prompt: list[Message] | str
-    """Chat messages (chat API) or the raw text (completions API), exactly as sent."""
+    prompt: list[Message] | str | None = None
+    """Chat messages (chat API) or the raw text (completions API), exactly as sent. Always
+    written by rolleval; ``None`` only in runs imported from a source that does not store
+    the prompt (e.g. TraceLens trial files)."""
     reference: str | list[str] | None = None
     """Gold answer, or a list of accepted aliases; ``None`` when ``reference_kind`` is ``procedure``."""
     reference_kind: Literal["answer", "procedure"] = "answer"

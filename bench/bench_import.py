@@ -1,0 +1,154 @@
+"""Benchmark: `rolleval import lm-eval` on a large lm-evaluation-harness samples file.
+
+Target (issue 13): the import takes at most 2x the time the fastest JSON reader takes merely
+to parse the same file (the best of orjson and msgspec, line by line: the file does not fit
+a single in-memory array comfortably at 1 GB), with peak memory bounded by one task's
+records. The samples file is generated here, in the shape lm-eval 0.4.13 writes with
+``--log_samples`` (one task, ``repeats: 4``, a take_first filter; see
+tests/data/imports/lm-eval/), so nothing large is stored in the repository. Each side runs
+in a fresh subprocess so peak RSS is measured per side.
+
+    python bench/bench_import.py [--size-mb 1024] [--strict]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+PARSE = r"""
+import json, resource, sys, time
+import msgspec, orjson
+path = sys.argv[1]
+best = None
+dec = msgspec.json.Decoder()
+for loads in (orjson.loads, dec.decode):
+    t = time.perf_counter()
+    n = 0
+    with open(path, "rb") as fh:
+        for line in fh:
+            loads(line)
+            n += 1
+    dt = time.perf_counter() - t
+    best = dt if best is None else min(best, dt)
+print(json.dumps({"seconds": best, "lines": n, "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+IMPORT = r"""
+import json, resource, sys, time
+from rolleval.importers import import_run
+t = time.perf_counter()
+summary = import_run("lm-eval", sys.argv[1], sys.argv[2])
+dt = time.perf_counter() - t
+print(json.dumps({"seconds": dt, "rollouts": summary["totals"]["rollouts"],
+                  "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+"""
+
+COLOURS = ["red", "blue", "green", "yellow", "white", "black", "brown", "orange", "pink", "grey"]
+
+
+def write_source(folder: Path, size_mb: int) -> Path:
+    """An lm-eval output folder with one results file and one samples file of ~size_mb."""
+    date = "2026-01-01T00-00-00.000000"
+    results = {
+        "results": {"copycolors_local": {"exact_match,last-word": None}},
+        "configs": {
+            "copycolors_local": {
+                "repeats": 4,
+                "generation_kwargs": {"until": ["\n"], "max_gen_toks": 16, "temperature": 0.7},
+                "filter_list": [
+                    {
+                        "name": "last-word",
+                        "filter": [{"function": "regex"}, {"function": "take_first"}],
+                    }
+                ],
+            }
+        },
+        "versions": {"copycolors_local": 1.0},
+        "lm_eval_version": "0.4.13",
+        "config": {"model": "local-chat-completions"},
+    }
+    (folder / f"results_{date}.json").write_text(json.dumps(results))
+    path = folder / f"samples_copycolors_local_{date}.jsonl"
+    target = size_mb << 20
+    written = 0
+    i = 0
+    with open(path, "w") as fh:
+        while written < target:
+            gold = COLOURS[i % len(COLOURS)]
+            question = f"Thing number {i} is {gold}. What color is thing number {i}?"
+            content = (
+                "Answer with one word.\nQ: Gravel is grey. What color is gravel?\nA: grey\n"
+                f"Q: {question}\nA:"
+            )
+            resps = [COLOURS[(i * 7 + j) % len(COLOURS)] for j in range(4)]
+            line = json.dumps(
+                {
+                    "doc_id": i,
+                    "doc": {"id": f"t-{i}", "question": question, "answer": gold},
+                    "target": gold,
+                    "arguments": {
+                        "gen_args_0": {
+                            "arg_0": [json.dumps([{"role": "user", "content": content}])],
+                            "arg_1": {"until": ["\n"], "max_gen_toks": 16},
+                        }
+                    },
+                    "resps": [resps],
+                    "filtered_resps": [resps[0]],
+                    "filter": "last-word",
+                    "metrics": ["exact_match"],
+                    "doc_hash": "0" * 64,
+                    "prompt_hash": "1" * 64,
+                    "target_hash": "2" * 64,
+                    "exact_match": float(resps[0] == gold),
+                }
+            )
+            fh.write(line + "\n")
+            written += len(line) + 1
+            i += 1
+    return path
+
+
+def run(code: str, *args: str) -> dict:
+    env = dict(os.environ)
+    src = str(Path(__file__).resolve().parents[1] / "src")
+    env["PYTHONPATH"] = src + os.pathsep + env.get("PYTHONPATH", "")
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, check=True
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--size-mb", type=int, default=1024)
+    ap.add_argument("--strict", action="store_true", help="exit 1 when the target is missed")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp) / "src"
+        folder.mkdir()
+        samples = write_source(folder, args.size_mb)
+        size = samples.stat().st_size
+        parse = run(PARSE, str(samples))
+        imp = run(IMPORT, str(folder), str(Path(tmp) / "run"))
+    ratio = imp["seconds"] / parse["seconds"]
+    print(
+        f"bench_import: rolleval import {imp['seconds']:.1f} s vs fastest JSON parse "
+        f"{parse['seconds']:.1f} s -> {ratio:.2f}x (target <= 2x)"
+    )
+    print(
+        f"  samples file {size / 2**20:.0f} MB, {parse['lines']} documents, "
+        f"{imp['rollouts']} rollouts imported (take_first: n = 1); peak RSS import "
+        f"{imp['max_rss_mb']:.0f} MB, parse {parse['max_rss_mb']:.0f} MB; "
+        f"load average {os.getloadavg()[0]:.1f}"
+    )
+    return 1 if args.strict and ratio > 2.0 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
