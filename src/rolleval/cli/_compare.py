@@ -3,128 +3,10 @@ from __future__ import annotations
 import os
 
 import click
-import orjson
 
+from ..render import emit
 from ..store import atomic_write_json
 from ._app import cli
-
-
-def _fmt(v: float | None, signed: bool = True) -> str:
-    if v is None:
-        return "N/A"
-    return f"{v:+.4f}" if signed else f"{v:.4f}"
-
-
-def render_compare(result: dict) -> str:
-    lines = [
-        f"rolleval compare  metric {result['metric']}  (unit: problem, or cluster where a task declares clusters; Holm across tasks)"
-    ]
-    lines.append(f"  baseline  {result['baseline']}\n  candidate {result['candidate']}")
-    for t in result["tasks"]:
-        sides = t["sides"]
-        al = t["alignment"]
-        lines.append("")
-        lines.append(
-            f"task {t['task']}: {t['verdict'].replace('_', ' ').upper()}  (exit {t['exit_code']})"
-        )
-        adjusted = result.get("adjusted_verdicts", {}).get(t["task"])
-        if adjusted and adjusted != t["verdict"]:
-            lines.append(f"  after Holm across tasks: {adjusted.replace('_', ' ')}")
-        lines.append(
-            f"  effect {_fmt(t['effect'])} ({t['better']} is better; negative = candidate worse)  "
-            f"{round(100 * t['confidence_level'])}% CI [{_fmt(t['ci_low'])}, {_fmt(t['ci_high'])}]  "
-            f"p={t['pvalue']:.4g}{' (exact)' if t.get('pvalue_exact') else ''}  threshold ±{t['threshold']}"
-            if t.get("effect") is not None and t.get("pvalue") is not None
-            else f"  {t.get('reason') or 'no estimate'}"
-        )
-        if t.get("effect") is not None and t["verdict"] in (
-            "insufficient_evidence",
-            "inconclusive",
-        ):
-            lines.append(f"  why: {t['reason']}")
-        if t.get("ci_status") == "degenerate":
-            lines.append("  interval: degenerate (every paired difference is equal: zero width)")
-        if t.get("method"):
-            lines.append(
-                f"  method: {t['method']}; confidence {t['confidence_level']:g}, seed {t['seed']}"
-            )
-        b, c = sides["baseline"], sides["candidate"]
-        pr = t["problems"]
-        lines.append(
-            f"  problems compared {pr['compared']} of {pr['compared'] + pr['dropped_total']} "
-            f"(matched {al['matched']} by {al['by'].replace('_', ' ')}; dropped {pr['dropped_total']}); "
-            f"gradable rollouts {b['gradable_rollouts']}/{b['requested_rollouts']} baseline, "
-            f"{c['gradable_rollouts']}/{c['requested_rollouts']} candidate"
-        )
-        for reason, ex in pr["dropped"].items():
-            lines.append(
-                f"  dropped {ex['count']} {reason.replace('_', ' ')}: {', '.join(ex['ids'][:5])}{' ...' if ex['count'] > 5 else ''}"
-            )
-        for w in t.get("warnings", []):
-            lines.append(f"  WARNING: {w}")
-        for side in ("baseline", "candidate"):
-            if sides[side].get("missing_rollouts"):
-                lines.append(
-                    f"  WARNING: the {side} is incomplete: {sides[side]['missing_rollouts']} rollouts missing "
-                    f"(status {sides[side].get('run_status')!r})"
-                )
-        uj = t.get("unjudged") or {}
-        if uj.get("bound_checked"):
-            wc = uj.get("worst_case")
-            lines.append(
-                f"  unjudged rollouts {uj['baseline_share']:.1%} baseline, {uj['candidate_share']:.1%} candidate: "
-                + (
-                    f"worst case ({wc['fill']}) gives {wc['verdict'].replace('_', ' ')}, effect {_fmt(wc['effect'])}"
-                    if wc
-                    else "no worst-case bound for this metric"
-                )
-            )
-        for note in al["notes"]:
-            lines.append(f"  note: {note}")
-        if t.get("mde") is not None:
-            more = ""
-            if t.get("needed_problems") is not None or t.get("needed_rollouts") is not None:
-                more = f"; to decide: ~{t.get('needed_problems') or 'N/A'} problems, or {t.get('needed_rollouts') or 'N/A'} rollouts per problem"
-            lines.append(
-                f"  minimum detectable effect ({round(100 * t['power'])}% power): {t['mde']:.4f}{more}"
-            )
-        if t.get("power_note"):
-            lines.append(f"  {t['power_note']}")
-        health = ", ".join(
-            f"{k} {_fmt(v['baseline'], False)}->{_fmt(v['candidate'], False)}"
-            for k, v in t["health"].items()
-            if k != "output_tokens"
-        )
-        tok = t["health"].get("output_tokens", {})
-        lines.append(
-            f"  health: {health}; output_tokens {tok.get('baseline') and round(tok['baseline'], 1)}->{tok.get('candidate') and round(tok['candidate'], 1)}"
-        )
-        sc = t.get("self_consistency")
-        if sc:
-            lines.append(
-                f"  self-consistency: effect {_fmt(sc['effect'])} [{_fmt(sc['ci_low'])}, {_fmt(sc['ci_high'])}] ({sc['verdict'].replace('_', ' ')}; not gating)"
-            )
-        movers = [m for m in t["movers"] if (m.get("delta") or 0) != 0][:5]
-        if movers:
-            lines.append(
-                "  problems that moved most (rate baseline -> candidate, Holm-adjusted one-sided p):"
-            )
-            for m in movers:
-                p = m.get("adjusted_pvalue")
-                p_s = "N/A" if p is None else f"{p:.3g}"
-                lines.append(
-                    f"    {m['id']}: {m['baseline_rate']:.2f} -> {m['candidate_rate']:.2f}  p_holm={p_s}"
-                )
-    for task, why in result.get("skipped_tasks", {}).items():
-        lines.append(f"\ntask {task}: skipped ({why})")
-    lines.append("")
-    lines.append(f"timeouts: {result.get('timeouts', 'counted as failures')}")
-    for why in result.get("reasons", []):
-        lines.append(f"note: {why}")
-    lines.append(
-        f"overall verdict: {result['verdict'].replace('_', ' ').upper()} (exit {result['exit_code']}{', --observe' if result.get('observe') else ''})"
-    )
-    return "\n".join(lines)
 
 
 @cli.command("compare")
@@ -193,7 +75,12 @@ def render_compare(result: dict) -> str:
     help="Write the full result as JSON.",
 )
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "md", "github"]),
+    default="text",
+    show_default=True,
+    help="md: GitHub Markdown for a PR comment; github: md, also appended to $GITHUB_STEP_SUMMARY.",
 )
 @click.option(
     "--html",
@@ -251,12 +138,9 @@ def compare_cmd(
         if os.path.dirname(output):
             os.makedirs(os.path.dirname(output), exist_ok=True)
         atomic_write_json(output, data)
-    if fmt == "json":
-        click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
-    else:
-        click.echo(render_compare(data))
+    click.echo(emit("compare", data, fmt))
     if html_path:
         from ..html import compare_html, write_html
 
-        click.echo(f"HTML report: {write_html(html_path, compare_html(data))}")
+        click.echo(f"HTML report: {write_html(html_path, compare_html(data))}", err=fmt != "text")
     return res.exit_code

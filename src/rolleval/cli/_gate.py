@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-import os
-
 import click
 
+from ..render import emit
 from ..store import atomic_write_json
 from ._app import cli
 
@@ -58,7 +57,24 @@ from ._app import cli
     default=None,
     help="Write the full result as JSON.",
 )
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "md", "github"]),
+    default="github",
+    show_default=True,
+    help="md: GitHub Markdown; github: md, also appended to $GITHUB_STEP_SUMMARY when set.",
+)
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(dir_okay=False, path_type=str),
+    default=None,
+    help="Write the result as a self-contained HTML page.",
+)
 def gate_cmd(
+    fmt: str,
+    html_path: str | None,
     run: str,
     baseline: str,
     policy: str | None,
@@ -91,15 +107,16 @@ def gate_cmd(
         allow_incomplete=allow_incomplete,
         tasks=list(tasks) or None,
     )
-    md = res.markdown()
-    click.echo(md)
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
-        with open(summary, "a", encoding="utf-8") as fh:
-            fh.write(md + "\n")
+    data = res.to_dict()
+    click.echo(emit("gate", data, fmt))
     if output:
-        atomic_write_json(output, res.to_dict())
-    click.echo(f"\ngate: {res.verdict} (exit {res.exit_code})")
+        atomic_write_json(output, data)
+    if html_path:
+        from ..html import gate_html, write_html
+
+        click.echo(f"HTML report: {write_html(html_path, gate_html(data))}", err=fmt == "json")
+    if fmt != "json":
+        click.echo(f"\ngate: {res.verdict} (exit {res.exit_code})")
     return res.exit_code
 
 

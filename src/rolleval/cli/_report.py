@@ -1,17 +1,21 @@
 from __future__ import annotations
 
 import click
-import orjson
 
 from ..api import report_run
-from ..render import render_run_report
+from ..render import emit
 from ._app import cli, inference_options
 
 
 @cli.command("report")
 @click.argument("run", type=click.Path(file_okay=False, path_type=str))
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "md", "github"]),
+    default="text",
+    show_default=True,
+    help="md: GitHub Markdown for a PR comment; github: md, also appended to $GITHUB_STEP_SUMMARY.",
 )
 @click.option("--no-write", is_flag=True, help="Print only; do not rewrite report.json.")
 @click.option(
@@ -44,16 +48,12 @@ def report_cmd(
     )
     for w in res.warnings:
         click.echo(f"rolleval: warning: {w}", err=True)
-    if fmt == "json":
-        click.echo(
-            orjson.dumps(res.report, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
-        )
-    else:
-        click.echo(render_run_report(res.report))
-        if res.path is not None:
-            click.echo(f"\nreport written to {res.path}")
+    click.echo(emit("run", res.report, fmt))
+    if fmt == "text" and res.path is not None:
+        click.echo(f"\nreport written to {res.path}")
     if html_path:
         from ..html import report_html, write_html
 
-        click.echo(f"HTML report: {write_html(html_path, report_html(res.report))}")
+        page = report_html(res.report, run=run)
+        click.echo(f"HTML report: {write_html(html_path, page)}", err=fmt != "text")
     return 0
