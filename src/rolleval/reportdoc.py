@@ -274,13 +274,20 @@ def _problems_line(t: dict[str, Any]) -> str:
 def _dropped_lines(t: dict[str, Any]) -> list[str]:
     """One line per reason a problem was dropped, with the first ids."""
     out = []
-    for k, d in t["problems"]["dropped"].items():
+    for k, d in sorted(t["problems"]["dropped"].items()):
         ids = d.get("ids") or []
         more = ", ..." if d["count"] > len(ids[:5]) else ""
         out.append(
             f"dropped {d['count']} {_words(k)}" + (f": {', '.join(ids[:5])}{more}" if ids else "")
         )
     return out
+
+
+def _mover_side(m: dict[str, Any], side: str) -> str:
+    rate = f4(m.get(f"{side}_rate"))
+    if m.get(f"c_{side}") is None:
+        return rate
+    return f"{_count(m[f'c_{side}'])}/{_count(m.get(f'n_{side}'))} ({rate})"
 
 
 def comparison_blocks(t: dict[str, Any], *, adjusted: str | None = None) -> list[Block]:
@@ -316,14 +323,14 @@ def comparison_blocks(t: dict[str, Any], *, adjusted: str | None = None) -> list
         if wc:
             line += (
                 f"; worst case ({wc.get('fill')}) gives {_words(wc['verdict'])}, "
-                f"effect {s4(wc.get('effect'))}"
+                f"effect {s4(wc.get('effect'))} [{s4(wc.get('ci_low'))}, {s4(wc.get('ci_high'))}]"
             )
         notes.append(line)
     notes += [f"note: {n}" for n in (t.get("alignment") or {}).get("notes", [])]
     if notes:
         out.append(Bullets(notes))
     rows = []
-    for k, v in (t.get("health") or {}).items():
+    for k, v in sorted((t.get("health") or {}).items()):
         rows.append([k, f4(v.get("baseline")), f4(v.get("candidate")), s4(v.get("delta"))])
     if rows:
         out.append(Table(["health", "baseline", "candidate", "delta"], rows))
@@ -366,8 +373,8 @@ def comparison_blocks(t: dict[str, Any], *, adjusted: str | None = None) -> list
                 [
                     [
                         m["id"],
-                        f4(m.get("baseline_rate")),
-                        f4(m.get("candidate_rate")),
+                        _mover_side(m, "baseline"),
+                        _mover_side(m, "candidate"),
                         s4(m.get("delta")),
                         _p(m.get("pvalue")),
                         _p(m.get("adjusted_pvalue")),
