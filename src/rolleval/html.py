@@ -113,6 +113,63 @@ def _json_script(value: Any) -> str:
     return s.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
+#: Most bytes the embedded rollout block may take; texts are cut (middle out) to fit.
+BLOB_BUDGET = 4_500_000
+_MIN_CAP = 400
+
+
+def _cut(text: str, cap: int) -> str:
+    if len(text) <= cap:
+        return text
+    half = cap // 2
+    return f"{text[:half]}\n[... {len(text) - 2 * half:,} characters cut ...]\n{text[-half:]}"
+
+
+def _encode(blob: list[dict[str, Any]], cap: int | None) -> tuple[str, int]:
+    if cap is not None:
+        blob = [
+            {
+                **p,
+                "sides": [
+                    None if rs is None else [{**r, "text": _cut(r["text"], cap)} for r in rs]
+                    for rs in p["sides"]
+                ],
+            }
+            for p in blob
+        ]
+    raw = json.dumps(blob, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    return base64.b64encode(zlib.compress(raw.encode("ascii"), 6)).decode("ascii"), len(raw)
+
+
+def _pack(blob: list[dict[str, Any]]) -> tuple[str, int | None]:
+    """The rollout block as base64 of zlib-compressed JSON, within :data:`BLOB_BUDGET`.
+
+    When everything does not fit, every text longer than a cap keeps its head and tail; the
+    cap is the largest that the compression ratio of the whole predicts to fit, lowered
+    until it does (None: nothing cut)."""
+    packed, raw_len = _encode(blob, None)
+    if len(packed) <= BLOB_BUDGET:
+        return packed, None
+    lens = np.array(
+        [len(r["text"]) for p in blob for rs in p["sides"] if rs for r in rs], dtype=np.int64
+    )
+    ratio = len(packed) / raw_len
+    allowed = BLOB_BUDGET / ratio * 0.95 - (raw_len - int(lens.sum()))
+    lo, hi = _MIN_CAP, int(lens.max())
+    while lo < hi:  # the largest cap whose kept characters fit what is allowed
+        mid = (lo + hi + 1) // 2
+        if np.minimum(lens, mid).sum() <= allowed:
+            lo = mid
+        else:
+            hi = mid - 1
+    cap = lo
+    while True:
+        packed, _ = _encode(blob, cap)
+        if len(packed) <= BLOB_BUDGET or cap <= _MIN_CAP:
+            return packed, cap
+        cap = max(int(cap * 0.8), _MIN_CAP)
+
+
 def _browser(sides: list[tuple[str, SideView]], tasks: list[str]) -> tuple[str, str]:
     """The problem browser's markup and its embedded data blocks."""
     names = [n for n, _ in sides]
@@ -145,13 +202,18 @@ def _browser(sides: list[tuple[str, SideView]], tasks: list[str]) -> tuple[str, 
                     "sides": [None if p is None else p.rollouts for p in ps],
                 }
             )
+    packed, cap = _pack(blob)
     index = {"sides": names, "notes": [sv.note for _, sv in sides], "problems": problems}
-    raw = json.dumps(blob, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
-    packed = base64.b64encode(zlib.compress(raw.encode("ascii"), 9)).decode("ascii")
     cols = "".join(f"<th>{_e(n)} correct</th>" for n in names)
     if len(names) == 2:
         cols += "<th>delta</th>"
     notes = "".join(f'<p class="muted">{_e(n)}: {_e(sv.note)}</p>' for n, sv in sides if sv.note)
+    if cap is not None:
+        notes += (
+            f'<p class="muted" id="rv-cut">To keep this page under {BLOB_BUDGET // 1_000_000} MB, rollout texts '
+            f"longer than {cap:,} characters are shown with their middle cut out; the run "
+            "directories hold them whole (rolleval show).</p>"
+        )
     markup = f"""<section id="browser"><h2>problems</h2>{notes}
 <div class="controls"><input id="rv-search" type="search" placeholder="search problem id or task" aria-label="search">
 <select id="rv-filter" aria-label="filter"><option value="all">all</option><option value="moved">moved</option>
