@@ -322,10 +322,17 @@ def _curve_series(rep: dict[str, Any]) -> list[tuple[str, list]]:
     return out
 
 
-def report_html(report: dict[str, Any], *, run: str | os.PathLike[str] | None = None) -> str:
+def report_html(
+    report: dict[str, Any],
+    *,
+    run: str | os.PathLike[str] | None = None,
+    side: SideView | None = None,
+) -> str:
     """A run report (``report.json`` content) as one HTML page; with ``run`` (its directory)
-    also the per-problem distributions, health distributions and the problem browser."""
-    side = read_side(run) if run is not None else SideView("", note="run directory not given")
+    or ``side`` (its problems, already read) also the per-problem distributions, health
+    distributions and the problem browser."""
+    if side is None:
+        side = read_side(run) if run is not None else SideView("", note="run directory not given")
     parts = [
         "<h1>rolleval report</h1>",
         f'<p class="muted">run {_e(report.get("run_id"))} · model {_e(report.get("model"))} · '
@@ -371,7 +378,7 @@ def report_html(report: dict[str, Any], *, run: str | os.PathLike[str] | None = 
                 )
             )
         parts.append("</section>")
-    markup, data = _browser([("run", side)], list(report["tasks"]))
+    markup, data = _browser([("run", side)], list(dict.fromkeys([*report["tasks"], *side.tasks])))
     parts.append(markup)
     return _page(f"rolleval report {report.get('run_id')}", "\n".join(parts), data)
 
