@@ -289,9 +289,9 @@ def _accuracy_bars(view) -> list[tuple[str, float]]:
             always_wrong += 1
         else:
             between[min(int(r * 4), 3)] += 1
-    bars = [("always wrong", float(always_wrong))]
-    bars += [(f"({q / 4:.2f}, {(q + 1) / 4:.2f})", float(between[q])) for q in range(4)]
-    bars.append(("always right", float(always_right)))
+    bars = [("0 (never)", float(always_wrong))]
+    bars += [(f"<{(q + 1) / 4:g}", float(between[q])) for q in range(4)]
+    bars.append(("1 (always)", float(always_right)))
     if none:
         bars.append(("no gradable", float(none)))
     return bars
@@ -353,7 +353,7 @@ def report_html(
             figs.append(
                 _figure(
                     bars_svg(_accuracy_bars(view), label=f"{name}: per-problem accuracy"),
-                    "problems by accuracy over their gradable rollouts",
+                    "problems by accuracy over their gradable rollouts: never right, in between, always right",
                 )
             )
             tb = _token_bars(view.output_tokens)
