@@ -36,6 +36,7 @@ from .reportdoc import (
     compare_doc,
     f4,
     gate_doc,
+    needed_text,
     s4,
     task_blocks,
 )
@@ -391,10 +392,7 @@ def _needed_text(t: dict[str, Any]) -> str | None:
     if t["verdict"] not in ("inconclusive", "insufficient_evidence"):
         return None
     if t.get("needed_problems") is not None or t.get("needed_rollouts") is not None:
-        return (
-            f"to decide: about {t.get('needed_problems') or 'N/A'} problems, "
-            f"or {t.get('needed_rollouts') or 'N/A'} rollouts per problem"
-        )
+        return needed_text(t)
     mde, thr, n = t.get("mde"), t.get("threshold"), t.get("n_problems")
     if mde and thr and n and mde > thr:
         return (

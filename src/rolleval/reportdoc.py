@@ -246,13 +246,20 @@ def verdict_line(t: dict[str, Any]) -> str:
     )
 
 
+def needed_text(t: dict[str, Any]) -> str:
+    """What it would take to decide: more problems and/or more rollouts per problem."""
+    ways = []
+    if t.get("needed_problems") is not None:
+        ways.append(f"about {t['needed_problems']} problems")
+    if t.get("needed_rollouts") is not None:
+        ways.append(f"{t['needed_rollouts']} rollouts per problem")
+    return "to decide: " + ", or ".join(ways)
+
+
 def _needed(t: dict[str, Any]) -> str | None:
     if t.get("needed_problems") is None and t.get("needed_rollouts") is None:
         return None
-    return (
-        f"to decide: about {t.get('needed_problems') or 'N/A'} problems, "
-        f"or {t.get('needed_rollouts') or 'N/A'} rollouts per problem"
-    )
+    return needed_text(t)
 
 
 def _problems_line(t: dict[str, Any]) -> str:

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from conftest import HOSTILE, plant
+from browser.conftest import HOSTILE, plant
 from rendered_numbers import missing
 from rolleval.api import report_run
 from rolleval.compare import compare_runs, gate_run
