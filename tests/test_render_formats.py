@@ -160,3 +160,51 @@ def test_cli_formats_are_the_renderings_of_the_written_json(results, tmp_path):
     assert (
         gate.returncode == 4 and "verdict: RUN FAILED" in gate.stdout and "\x1b" not in gate.stdout
     )
+
+
+def test_gate_page_against_a_baseline_file_says_the_baseline_has_no_rollouts(results, tmp_path):
+    from rolleval.compare import save_baseline
+
+    base = tmp_path / "base.json"
+    save_baseline(results["b"], base)
+    gate = gate_run(results["c"], base, n_resamples=300).to_dict()
+    page = gate_html(gate)
+    assert "baseline: a baseline file holds per-problem counts only, no rollout text" in page
+    assert missing(gate, _html_text(page)) == []
+    index = json.loads(re.search(r'id="rv-index">(.*?)</script>', page).group(1))
+    assert index["sides"] == ["baseline", "candidate"]
+    assert len(index["problems"]) == 40
+    assert all(p["s"][0] is None and p["s"][1] is not None for p in index["problems"])
+
+
+def test_embedded_data_is_inert_and_survives_lone_surrogates():
+    from rolleval.html import _json_script, _pack
+
+    s = _json_script({"t": "</script><!--\ud800\u202e&"})
+    assert s.isascii() and "<" not in s and ">" not in s and "&" not in s
+    assert json.loads(s) == {"t": "</script><!--\ud800\u202e&"}
+    packed, cap = _pack([{"prompt": "p", "reference": "r", "sides": [[{"text": "x\ud800"}]]}])
+    assert cap is None and packed.isascii() and re.fullmatch(r"[A-Za-z0-9+/=]+", packed)
+
+
+def test_rollout_texts_are_cut_in_the_middle_to_fit_the_budget(monkeypatch):
+    import base64
+    import zlib
+
+    import numpy as np
+
+    from rolleval import html
+
+    rng = np.random.default_rng(0)
+    texts = ["".join(rng.choice(list("abcdefghij "), size=3000)) + "END" for _ in range(40)]
+    blob = [{"prompt": "p", "reference": "r", "sides": [[{"text": t} for t in texts]]}]
+    packed, cap = html._pack(blob)
+    assert cap is None  # the real budget holds them whole
+    monkeypatch.setattr(html, "BLOB_BUDGET", 20_000)
+    packed, cap = html._pack(blob)
+    assert cap is not None and cap < 3003 and len(packed) <= 20_000
+    shown = json.loads(zlib.decompress(base64.b64decode(packed)))[0]["sides"][0]
+    for original, r in zip(texts, shown):
+        head, _, tail = r["text"].partition("\n[... ")
+        assert original.startswith(head) and r["text"].endswith("END")
+        assert f"{len(original) - 2 * (cap // 2):,} characters cut ...]" in tail
