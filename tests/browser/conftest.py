@@ -21,10 +21,12 @@ HOSTILE = (
 )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Any]:
-    """One headless Chromium for the session (fails, does not skip, when it is missing:
-    scripts/setup.sh installs Debian's package)."""
+    """One headless Chromium for the browser tests (fails, does not skip, when it is
+    missing: scripts/setup.sh installs Debian's package). Package-scoped: Playwright's sync
+    API keeps an asyncio loop running while it is open, which the other tests' asyncio.run()
+    must not see."""
     from playwright.sync_api import sync_playwright  # the test extra installs it
 
     assert shutil.which(CHROMIUM) or Path(CHROMIUM).exists(), (
