@@ -6,11 +6,10 @@ import re
 from decimal import Decimal
 from typing import Any
 
-#: Keys whose numbers are not facts of the result, with why:
-#: ``params`` and ``ks``-derived ``k``/``tau`` are spelled in the metric names (pass@4, G-Pass@4_0.5);
-#: ``movers`` beyond the five that moved most are in the JSON and the HTML problem browser only;
-#: ``gradable_per_problem`` keys are counts of counts, shown as "N problems x k".
-SKIP_KEYS = {"params", "report_version"}
+#: Keys whose numbers are not looked for: a metric's ``params`` (k, tau) are spelled in its
+#: name (pass@4, G-Pass@4_0.5). Of ``movers``, the five that moved most are looked for (the
+#: JSON and the HTML problem browser hold every problem).
+SKIP_KEYS = {"params"}
 
 _TOKEN = re.compile(r"[-+±]?\d+(?:\.\d+)?(?:e[-+]?\d+)?%?")
 

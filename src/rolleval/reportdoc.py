@@ -224,7 +224,7 @@ def run_doc(report: dict[str, Any]) -> list[Block]:
 
 
 def verdict_line(t: dict[str, Any]) -> str:
-    """Effect, interval, p, threshold, exit code and MDE of one task comparison."""
+    """Effect, interval, p, threshold and exit code of one task comparison."""
     level = round(100 * t["confidence_level"]) if t.get("confidence_level") else 95
     if t.get("effect") is None:
         return f"no estimate: {t.get('reason') or 'not measured'} (exit {t['exit_code']})"
@@ -234,15 +234,10 @@ def verdict_line(t: dict[str, Any]) -> str:
     if t.get("unit") == "cluster" and t.get("n_clusters") is not None:
         ci += f" over {t['n_clusters']} clusters"
     p = _p(t.get("pvalue")) + (" exact" if t.get("pvalue_exact") else "")
-    mde = (
-        f"MDE {f4(t['mde'])} at {round(100 * t['power'])}% power"
-        if t.get("mde") is not None
-        else f"MDE N/A{': ' + t['power_note'] if t.get('power_note') else ''}"
-    )
     return (
         f"effect {s4(t['effect'])} ({t.get('better', 'higher')} is better; negative = candidate worse), "
         f"{level}% CI {ci}, p = {p}, threshold ±{_num_g(t.get('threshold'))}, "
-        f"alpha {_num_g(t.get('alpha'))}, {mde}, exit {t['exit_code']}"
+        f"alpha {_num_g(t.get('alpha'))}, exit {t['exit_code']}"
     )
 
 
@@ -260,6 +255,18 @@ def _needed(t: dict[str, Any]) -> str | None:
     if t.get("needed_problems") is None and t.get("needed_rollouts") is None:
         return None
     return needed_text(t)
+
+
+def mde_line(t: dict[str, Any]) -> str:
+    """The minimum detectable effect at the run's size, and what it would take to decide."""
+    if t.get("mde") is None:
+        line = "minimum detectable effect: N/A" + (
+            f" ({t['power_note']})" if t.get("power_note") else ""
+        )
+    else:
+        line = f"minimum detectable effect ({round(100 * t['power'])}% power): {f4(t['mde'])}"
+    need = _needed(t)
+    return f"{line}; {need}" if need else line
 
 
 def _problems_line(t: dict[str, Any]) -> str:
@@ -306,9 +313,7 @@ def comparison_blocks(t: dict[str, Any], *, adjusted: str | None = None) -> list
         out.append(Para(f"after Holm across tasks: {_words(adjusted)}"))
     if t.get("reason"):
         out.append(Para(f"why: {t['reason']}"))
-    need = _needed(t)
-    if need:
-        out.append(Para(need))
+    out.append(Para(mde_line(t)))
     out.append(Para(_problems_line(t)))
     notes = _dropped_lines(t) + [f"WARNING: {w}" for w in t.get("warnings", [])]
     sides = t.get("sides") or {}
