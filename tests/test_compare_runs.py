@@ -199,7 +199,7 @@ def test_html_pages_carry_the_verdict_and_numbers(tmp_path):
     assert proc.returncode == 1 and f"HTML report: {page}" in proc.stdout
     html = page.read_text()
     data = json.loads((tmp_path / "c.json").read_text())
-    assert "v-regression" in html and f"{data['tasks'][0]['effect']:+.4f}" in html
+    assert 'class="banner bad"' in html and f"{data['tasks'][0]['effect']:+.4f}" in html
     rep = tmp_path / "report.html"
     proc = _cli("report", str(b), "--html", str(rep))
     assert proc.returncode == 0
@@ -207,5 +207,5 @@ def test_html_pages_carry_the_verdict_and_numbers(tmp_path):
     report = json.loads((b / "report.json").read_text())
     assert (
         f"{report['tasks']['synthetic_math']['metrics']['pass@1']['value']:.4f}" in text
-        and "n_unextracted" in text
+        and "unextracted" in text
     )

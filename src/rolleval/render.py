@@ -1,221 +1,273 @@
-"""Plain-text renderers: run reports, comparisons and plans (the JSON form is the result itself)."""
+"""Text and Markdown renderers of the report model (:mod:`rolleval.reportdoc`).
+
+``render(kind, data, fmt)`` is the one entry point of ``report``, ``compare`` and ``gate``:
+``kind`` is ``run``, ``compare`` or ``gate``; ``fmt`` is ``text`` (a terminal view that fits
+100 columns, coloured only on a terminal and never under ``NO_COLOR``), ``json`` (the result
+itself), ``md`` (GitHub-flavoured Markdown for a pull-request comment) or ``github`` (the
+Markdown, also appended to ``$GITHUB_STEP_SUMMARY`` when set). Every string that may come
+from data (problem ids, paths, reasons) is made inert: control sequences are removed.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import os
+import re
+import sys
+import textwrap
+from collections.abc import Callable
+from typing import Any, TextIO
+
+import orjson
+
+from .reportdoc import (
+    Block,
+    Bullets,
+    Details,
+    Para,
+    Table,
+    Title,
+    compare_doc,
+    gate_doc,
+    run_doc,
+    task_blocks,
+)
 
 __all__ = [
+    "FORMATS",
+    "WIDTH",
+    "emit",
     "fmt_num",
+    "inert",
+    "render",
     "render_compare",
     "render_plan",
     "render_run_report",
     "render_task_report",
+    "to_markdown",
+    "to_text",
+    "use_color",
+    "write_step_summary",
 ]
+
+FORMATS = ("text", "json", "md", "github")
+WIDTH = 100
+
+# ANSI CSI / OSC / other escape sequences, then single control characters (C0 except tab and
+# newline, DEL, C1) and the bidirectional overrides/isolates that reorder what follows them.
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?")
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+_TAG_OPEN = re.compile(r"<(?=[A-Za-z/!?])")
+
+
+def inert(s: str) -> str:
+    """``s`` with terminal control sequences, control characters, bidi overrides and lone
+    surrogates removed (a local helper; a shared sanitiser may replace it)."""
+    return _CONTROLS.sub("", _ESCAPES.sub("", s))
 
 
 def fmt_num(v: float | None, digits: int = 4) -> str:
     return "N/A" if v is None else f"{v:.{digits}f}"
 
 
-def _fmt_count(x: float | None) -> str:
-    if x is None:
-        return "N/A"
-    return str(int(x)) if float(x).is_integer() else f"{x:.2f}"
+def use_color(stream: TextIO | None = None) -> bool:
+    """Colour only on a terminal, and never when ``NO_COLOR`` is set (any value)."""
+    if "NO_COLOR" in os.environ:
+        return False
+    stream = stream or sys.stdout
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
+_BAD = {"regression", "blocked", "run_failed", "failed"}
+_GOOD = {"pass", "improvement", "equivalent_within_threshold", "significant_below_threshold", "ok"}
+
+
+def _badge(verdict: str, color: bool) -> str:
+    word = verdict.replace("_", " ").upper()
+    if not color:
+        return word
+    code = "31" if verdict in _BAD else "32" if verdict in _GOOD else "33"
+    return f"\x1b[1;{code}m{word}\x1b[0m"
+
+
+# --------------------------------------------------------------------------- text
+
+
+def _wrap(text: str, width: int, indent: str = "", sub: str | None = None) -> list[str]:
+    return textwrap.wrap(
+        inert(text),
+        width=width,
+        initial_indent=indent,
+        subsequent_indent=indent + "  " if sub is None else sub,
+        break_on_hyphens=False,
+    ) or [indent]
+
+
+def _text_table(t: Table, width: int, indent: str) -> list[str]:
+    cells = [[inert(c) for c in row] for row in t.rows]
+    widths = [len(c) for c in t.columns]
+    for row in cells:
+        widths = [max(w, len(c)) for w, c in zip(widths, row)]
+    total = len(indent) + sum(widths) + 2 * (len(widths) - 1)
+    if total > width:
+        # too wide: one entry per row, "column value" pairs wrapped
+        out = []
+        for row in cells:
+            head = f"{row[0]}: " + "; ".join(
+                f"{col} {c}" for col, c in zip(t.columns[1:], row[1:]) if c
+            )
+            out += _wrap(head, width, indent, indent + "    ")
+        return out
+
+    def line(row: list[str]) -> str:
+        parts = [
+            c.ljust(w) if i < t.left else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))
+        ]
+        return (indent + "  ".join(parts)).rstrip()
+
+    return [line(list(t.columns))] + [line(r) for r in cells]
+
+
+def to_text(blocks: list[Block], *, width: int = WIDTH, color: bool = False) -> str:
+    """Lay blocks out for a terminal ``width`` columns wide."""
+    lines: list[str] = []
+    indent = ""
+
+    def emit(bs: list[Block]) -> None:
+        nonlocal indent
+        for b in bs:
+            if isinstance(b, Title):
+                if b.level > 1 or lines:
+                    lines.append("")
+                text = inert(b.text)
+                if b.verdict:
+                    lines.extend(_wrap(text, width))
+                    lines.append(f"  verdict: {_badge(b.verdict, color)}")
+                else:
+                    lines.extend(_wrap(text, width))
+                indent = "  "
+            elif isinstance(b, Para):
+                lines.extend(_wrap(b.text, width, indent))
+            elif isinstance(b, Bullets):
+                for item in b.items:
+                    lines.extend(_wrap(f"- {item}", width, indent, indent + "  "))
+            elif isinstance(b, Table):
+                lines.extend(_text_table(b, width, indent))
+            elif isinstance(b, Details):
+                lines.extend(_wrap(f"{b.summary}:", width, indent))
+                for sub in b.blocks:
+                    if isinstance(sub, Para):
+                        lines.extend(_wrap(sub.text, width, indent + "  "))
+                    else:
+                        emit([sub])
+
+    emit(blocks)
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- markdown
+
+
+def _md(s: str) -> str:
+    # a "<" that could open an HTML tag or comment is escaped; "<=" stays readable
+    return _TAG_OPEN.sub("&lt;", inert(s)).replace("|", "\\|")
+
+
+def _md_table(t: Table) -> list[str]:
+    head = "| " + " | ".join(_md(c) for c in t.columns) + " |"
+    sep = "|" + "|".join(":---" if i < t.left else "---:" for i in range(len(t.columns))) + "|"
+    rows = ["| " + " | ".join(_md(c) for c in row) + " |" for row in t.rows]
+    return [head, sep, *rows]
+
+
+def to_markdown(blocks: list[Block]) -> str:
+    """GitHub-flavoured Markdown (tables, ``<details>``), safe to post as a PR comment."""
+    out: list[str] = []
+
+    def emit(bs: list[Block]) -> None:
+        for b in bs:
+            if isinstance(b, Title):
+                badge = ""
+                if b.verdict:
+                    mark = (
+                        ":x:"
+                        if b.verdict in _BAD
+                        else ":white_check_mark:"
+                        if b.verdict in _GOOD
+                        else ":warning:"
+                    )
+                    badge = f"{mark} "
+                out.append(f"{'#' * (b.level + 1)} {badge}{_md(b.text)}")
+                if b.verdict and b.level > 1:
+                    out.append("")
+                    out.append(f"**{_md(b.verdict.replace('_', ' '))}**")
+                out.append("")
+            elif isinstance(b, Para):
+                out.extend([_md(b.text), ""])
+            elif isinstance(b, Bullets):
+                out.extend([f"- {_md(i)}" for i in b.items] + [""])
+            elif isinstance(b, Table):
+                out.extend([*_md_table(b), ""])
+            elif isinstance(b, Details):
+                out.extend(["<details>", f"<summary>{_md(b.summary)}</summary>", ""])
+                emit(b.blocks)
+                out.extend(["</details>", ""])
+
+    emit(blocks)
+    return "\n".join(out).rstrip() + "\n"
+
+
+# --------------------------------------------------------------------------- entry points
+
+_DOCS: dict[str, Callable[[dict[str, Any]], list[Block]]] = {
+    "run": run_doc,
+    "compare": compare_doc,
+    "gate": gate_doc,
+}
+
+
+def render(kind: str, data: dict[str, Any], fmt: str, *, color: bool = False) -> str:
+    """``data`` (a run report, comparison or gate outcome) in the format ``fmt``."""
+    if fmt == "json":
+        return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
+    blocks = _DOCS[kind](data)
+    if fmt == "text":
+        return to_text(blocks, color=color)
+    if fmt in ("md", "github"):
+        return to_markdown(blocks)
+    raise ValueError(f"unknown format {fmt!r} (known: {', '.join(FORMATS)})")
+
+
+def write_step_summary(markdown: str) -> str | None:
+    """Append ``markdown`` to ``$GITHUB_STEP_SUMMARY`` when it is set; return its path."""
+    path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not path:
+        return None
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(markdown + "\n")
+    return path
 
 
 def render_task_report(rep: dict[str, Any]) -> str:
-    lines: list[str] = []
-    ro = rep["rollouts"]
-    pr = rep["problems"]
-    lines.append(
-        f"task {rep.get('task')}  grader {rep.get('grader') or 'unknown'}  "
-        f"policy {rep['denominator_policy']}  score {rep['score_key']}"
-    )
-    if rep.get("timeout_policy", "failure") == "failure":
-        lines.append(
-            "  timeouts count as failures in every metric (estimand: passes within budget)"
-        )
-    else:
-        lines.append("  timeouts are excluded from the metrics, like infra errors")
-    dist = ", ".join(
-        f"{k}x{v}"
-        for k, v in sorted(ro["gradable_per_problem"].items(), key=lambda kv: -int(kv[0]))
-    )
-    lines.append(
-        f"  problems {pr['total']} ({pr['with_gradable_rollout']} with a gradable rollout); rollouts "
-        f"requested {ro['requested']}, completed {ro['completed']}, gradable {ro['gradable']}, "
-        f"correct {ro['correct']}; gradable per problem: {dist or 'none'}"
-    )
-    inf = rep["inference"]
-    ci_head = f"{round(inf['confidence_level'] * 100)}% CI"
-    lines.append(f"  {'metric':<26}{'value':>8}   {ci_head:<19}{'num/den':>16}")
-    for name, m in rep["metrics"].items():
-        if m["status"] != "ok":
-            lines.append(f"  {name:<26}{'N/A':>8}   {m.get('reason') or ''}")
-            continue
-        ci = m.get("ci") or {}
-        if ci.get("status") == "ok":
-            ci_s = f"[{fmt_num(ci['low'])}, {fmt_num(ci['high'])}]"
-        elif ci:
-            ci_s = ci.get("reason", ci.get("status", ""))[:19]
-        else:
-            ci_s = ""
-        numden = f"{_fmt_count(m['numerator'])}/{m['denominator']}"
-        if m["denominator"] != m["n_total"]:
-            numden += f" (of {m['n_total']})"
-        lines.append(f"  {name:<26}{fmt_num(m['value']):>8}   {ci_s:<19}{numden:>16}")
-    h = rep["health"]
-    parts = []
-    for key in (
-        "n_unextracted",
-        "n_truncated",
-        "n_short",
-        "infra_errors",
-        "timeouts",
-        "grader_errors",
-        "missing",
-    ):
-        v = h[key]
-        rate = "N/A" if v["rate"] is None else f"{100 * v['rate']:.1f}%"
-        parts.append(f"{key} {v['count']}/{v['of']} ({rate})")
-    lines.append("  health: " + "; ".join(parts))
-    extra = []
-    if h["duplicate_judgements"]:
-        extra.append(f"{h['duplicate_judgements']} duplicate judgements ignored")
-    if h["unexpected_indices"]:
-        extra.append(f"{h['unexpected_indices']} rollouts beyond n ignored")
-    if h["torn_lines"]:
-        extra.append("torn last line ignored in " + ", ".join(h["torn_lines"]))
-    if extra:
-        lines.append("  notes: " + "; ".join(extra))
-    return "\n".join(lines)
+    return to_text(task_blocks(rep))
 
 
-def render_run_report(report: dict[str, Any]) -> str:
-    head = f"rolleval report  run {report.get('run_id') or '?'}  model {report.get('model') or '?'}"
-    blocks = [head] + [render_task_report(rep) for rep in report["tasks"].values()]
-    if not report["tasks"]:
-        blocks.append("  (no tasks)")
-    return "\n\n".join(blocks)
+def render_run_report(report: dict[str, Any], *, color: bool = False) -> str:
+    return render("run", report, "text", color=color)
 
 
-def _fmt(v: float | None, signed: bool = True) -> str:
-    if v is None:
-        return "N/A"
-    return f"{v:+.4f}" if signed else f"{v:.4f}"
+def render_compare(result: dict[str, Any], *, color: bool = False) -> str:
+    return render("compare", result, "text", color=color)
 
 
-def render_compare(result: dict) -> str:
-    """Text form of :func:`rolleval.compare.compare_runs`'s result (its ``to_dict()``)."""
-    lines = [
-        f"rolleval compare  metric {result['metric']}  (unit: problem, or cluster where a task declares clusters; Holm across tasks)"
-    ]
-    lines.append(f"  baseline  {result['baseline']}\n  candidate {result['candidate']}")
-    for t in result["tasks"]:
-        sides = t["sides"]
-        al = t["alignment"]
-        lines.append("")
-        lines.append(
-            f"task {t['task']}: {t['verdict'].replace('_', ' ').upper()}  (exit {t['exit_code']})"
-        )
-        adjusted = result.get("adjusted_verdicts", {}).get(t["task"])
-        if adjusted and adjusted != t["verdict"]:
-            lines.append(f"  after Holm across tasks: {adjusted.replace('_', ' ')}")
-        lines.append(
-            f"  effect {_fmt(t['effect'])} ({t['better']} is better; negative = candidate worse)  "
-            f"{round(100 * t['confidence_level'])}% CI [{_fmt(t['ci_low'])}, {_fmt(t['ci_high'])}]  "
-            f"p={t['pvalue']:.4g}{' (exact)' if t.get('pvalue_exact') else ''}  threshold ±{t['threshold']}"
-            if t.get("effect") is not None and t.get("pvalue") is not None
-            else f"  {t.get('reason') or 'no estimate'}"
-        )
-        if t.get("effect") is not None and t["verdict"] in (
-            "insufficient_evidence",
-            "inconclusive",
-        ):
-            lines.append(f"  why: {t['reason']}")
-        if t.get("ci_status") == "degenerate":
-            lines.append("  interval: degenerate (every paired difference is equal: zero width)")
-        if t.get("method"):
-            lines.append(
-                f"  method: {t['method']}; confidence {t['confidence_level']:g}, seed {t['seed']}"
-            )
-        b, c = sides["baseline"], sides["candidate"]
-        pr = t["problems"]
-        lines.append(
-            f"  problems compared {pr['compared']} of {pr['compared'] + pr['dropped_total']} "
-            f"(matched {al['matched']} by {al['by'].replace('_', ' ')}; dropped {pr['dropped_total']}); "
-            f"gradable rollouts {b['gradable_rollouts']}/{b['requested_rollouts']} baseline, "
-            f"{c['gradable_rollouts']}/{c['requested_rollouts']} candidate"
-        )
-        for reason, ex in pr["dropped"].items():
-            lines.append(
-                f"  dropped {ex['count']} {reason.replace('_', ' ')}: {', '.join(ex['ids'][:5])}{' ...' if ex['count'] > 5 else ''}"
-            )
-        for w in t.get("warnings", []):
-            lines.append(f"  WARNING: {w}")
-        for side in ("baseline", "candidate"):
-            if sides[side].get("missing_rollouts"):
-                lines.append(
-                    f"  WARNING: the {side} is incomplete: {sides[side]['missing_rollouts']} rollouts missing "
-                    f"(status {sides[side].get('run_status')!r})"
-                )
-        uj = t.get("unjudged") or {}
-        if uj.get("bound_checked"):
-            wc = uj.get("worst_case")
-            lines.append(
-                f"  unjudged rollouts {uj['baseline_share']:.1%} baseline, {uj['candidate_share']:.1%} candidate: "
-                + (
-                    f"worst case ({wc['fill']}) gives {wc['verdict'].replace('_', ' ')}, effect {_fmt(wc['effect'])}"
-                    if wc
-                    else "no worst-case bound for this metric"
-                )
-            )
-        for note in al["notes"]:
-            lines.append(f"  note: {note}")
-        if t.get("mde") is not None:
-            more = ""
-            if t.get("needed_problems") is not None or t.get("needed_rollouts") is not None:
-                more = f"; to decide: ~{t.get('needed_problems') or 'N/A'} problems, or {t.get('needed_rollouts') or 'N/A'} rollouts per problem"
-            lines.append(
-                f"  minimum detectable effect ({round(100 * t['power'])}% power): {t['mde']:.4f}{more}"
-            )
-        if t.get("power_note"):
-            lines.append(f"  {t['power_note']}")
-        health = ", ".join(
-            f"{k} {_fmt(v['baseline'], False)}->{_fmt(v['candidate'], False)}"
-            for k, v in t["health"].items()
-            if k != "output_tokens"
-        )
-        tok = t["health"].get("output_tokens", {})
-        lines.append(
-            f"  health: {health}; output_tokens {tok.get('baseline') and round(tok['baseline'], 1)}->{tok.get('candidate') and round(tok['candidate'], 1)}"
-        )
-        sc = t.get("self_consistency")
-        if sc:
-            lines.append(
-                f"  self-consistency: effect {_fmt(sc['effect'])} [{_fmt(sc['ci_low'])}, {_fmt(sc['ci_high'])}] ({sc['verdict'].replace('_', ' ')}; not gating)"
-            )
-        movers = [m for m in t["movers"] if (m.get("delta") or 0) != 0][:5]
-        if movers:
-            lines.append(
-                "  problems that moved most (rate baseline -> candidate, Holm-adjusted one-sided p):"
-            )
-            for m in movers:
-                p = m.get("adjusted_pvalue")
-                p_s = "N/A" if p is None else f"{p:.3g}"
-                lines.append(
-                    f"    {m['id']}: {m['baseline_rate']:.2f} -> {m['candidate_rate']:.2f}  p_holm={p_s}"
-                )
-    for task, why in result.get("skipped_tasks", {}).items():
-        lines.append(f"\ntask {task}: skipped ({why})")
-    lines.append("")
-    lines.append(f"timeouts: {result.get('timeouts', 'counted as failures')}")
-    for why in result.get("reasons", []):
-        lines.append(f"note: {why}")
-    lines.append(
-        f"overall verdict: {result['verdict'].replace('_', ' ').upper()} (exit {result['exit_code']}{', --observe' if result.get('observe') else ''})"
-    )
-    return "\n".join(lines)
+def emit(kind: str, data: dict[str, Any], fmt: str, *, stream: TextIO | None = None) -> str:
+    """What ``report``/``compare``/``gate`` print for ``fmt``: rendered (coloured only when
+    ``stream`` is a terminal), and under ``github`` also appended to ``$GITHUB_STEP_SUMMARY``."""
+    out = render(kind, data, fmt, color=fmt == "text" and use_color(stream))
+    if fmt == "github":
+        write_step_summary(out)
+    return out.rstrip("\n")
 
 
 def render_plan(res: dict) -> str:

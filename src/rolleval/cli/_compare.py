@@ -4,10 +4,8 @@ import os
 from typing import Literal
 
 import click
-import orjson
 
-from ..render import render_compare
-from ..sanitize import terminal_safe
+from ..render import FORMATS, emit
 from ..store import atomic_write_json
 from ._app import cli
 from ._options import (
@@ -56,7 +54,7 @@ from ._options import (
 @observe_option
 @allow_incomplete_option
 @output_option
-@format_option()
+@format_option(*FORMATS)
 @html_option()
 def compare_cmd(
     html_path: str | None,
@@ -107,12 +105,9 @@ def compare_cmd(
         if os.path.dirname(output):
             os.makedirs(os.path.dirname(output), exist_ok=True)
         atomic_write_json(output, data)
-    if fmt == "json":
-        click.echo(orjson.dumps(data, option=orjson.OPT_INDENT_2).decode())
-    else:
-        click.echo(terminal_safe(render_compare(data)))
+    click.echo(emit("compare", data, fmt))
     if html_path:
         from ..html import compare_html, write_html
 
-        click.echo(f"HTML report: {write_html(html_path, compare_html(data))}")
+        click.echo(f"HTML report: {write_html(html_path, compare_html(data))}", err=fmt != "text")
     return res.exit_code

@@ -1,16 +1,17 @@
 from __future__ import annotations
 
-import os
 from typing import Literal
 
 import click
 
-from ..sanitize import terminal_safe
+from ..render import FORMATS, emit
 from ..store import atomic_write_json
 from ._app import cli
 from ._options import (
     allow_incomplete_option,
     confidence_level_option,
+    format_option,
+    html_option,
     n_resamples_option,
     observe_option,
     output_option,
@@ -44,7 +45,11 @@ from ._options import (
 @tasks_option("Gate only this task (repeatable; overrides the policy's tasks).")
 @allow_incomplete_option
 @output_option
+@format_option("github", *(f for f in FORMATS if f != "github"))
+@html_option()
 def gate_cmd(
+    fmt: str,
+    html_path: str | None,
     run: str,
     baseline: str,
     policy: str | None,
@@ -77,13 +82,14 @@ def gate_cmd(
         allow_incomplete=allow_incomplete,
         tasks=list(tasks) or None,
     )
-    md = res.markdown()
-    click.echo(terminal_safe(md))
-    summary = os.environ.get("GITHUB_STEP_SUMMARY")
-    if summary:
-        with open(summary, "a", encoding="utf-8") as fh:
-            fh.write(md + "\n")
+    data = res.to_dict()
+    click.echo(emit("gate", data, fmt))
     if output:
-        atomic_write_json(output, res.to_dict())
-    click.echo(f"\ngate: {res.verdict} (exit {res.exit_code})")
+        atomic_write_json(output, data)
+    if html_path:
+        from ..html import gate_html, write_html
+
+        click.echo(f"HTML report: {write_html(html_path, gate_html(data))}", err=fmt == "json")
+    if fmt != "json":
+        click.echo(f"\ngate: {res.verdict} (exit {res.exit_code})")
     return res.exit_code

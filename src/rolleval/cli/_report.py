@@ -1,10 +1,9 @@
 from __future__ import annotations
 
 import click
-import orjson
 
 from ..api import report_run
-from ..render import render_run_report
+from ..render import FORMATS, emit
 from ..sanitize import redact, terminal_safe
 from ._app import cli
 from ._options import format_option, html_option, inference_options
@@ -12,7 +11,7 @@ from ._options import format_option, html_option, inference_options
 
 @cli.command("report")
 @click.argument("run", type=click.Path(file_okay=False, path_type=str))
-@format_option()
+@format_option(*FORMATS)
 @click.option("--no-write", is_flag=True, help="Print only; do not rewrite report.json.")
 @html_option("Also write the report as a self-contained HTML page.")
 @inference_options
@@ -27,7 +26,8 @@ def report_cmd(
 ) -> int:
     """Recompute RUN's report from its stored judgements (no model calls) and print it.
 
-    Writes RUN/report.json and each task's report.json atomically.
+    Writes RUN/report.json and each task's report.json atomically. --format md prints GitHub
+    Markdown; github also appends it to $GITHUB_STEP_SUMMARY.
     """
     res = report_run(
         run,
@@ -38,16 +38,12 @@ def report_cmd(
     )
     for w in res.warnings:
         click.echo(terminal_safe(redact(f"rolleval: warning: {w}"), one_line=True), err=True)
-    if fmt == "json":
-        click.echo(
-            orjson.dumps(res.report, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
-        )
-    else:
-        click.echo(terminal_safe(render_run_report(res.report)))
-        if res.path is not None:
-            click.echo(f"\nreport written to {res.path}")
+    click.echo(emit("run", res.report, fmt))
+    if fmt == "text" and res.path is not None:
+        click.echo(f"\nreport written to {res.path}")
     if html_path:
         from ..html import report_html, write_html
 
-        click.echo(f"HTML report: {write_html(html_path, report_html(res.report))}")
+        page = report_html(res.report, run=run)
+        click.echo(f"HTML report: {write_html(html_path, page)}", err=fmt != "text")
     return 0

@@ -160,42 +160,10 @@ class GateOutcome:
         }
 
     def markdown(self) -> str:
-        """A GitHub-Actions-friendly summary table."""
-        icon = {
-            "pass": "pass",
-            "blocked": "BLOCKED",
-            "inconclusive": "inconclusive",
-            "run_failed": "RUN FAILED",
-        }
-        lines = [
-            f"### rolleval gate: {icon.get(self.verdict, self.verdict)}",
-            "",
-            "| task | check | value | verdict |",
-            "|---|---|---|---|",
-        ]
-        for c in self.checks:
-            lines.append(f"| {c['task']} | {c['check']} | {c['value']} | {c['verdict']} |")
-        seen = set()
-        for tc in self.comparisons:
-            pr = tc.problems
-            key = (tc.task, tc.metric)
-            if key in seen:
-                continue
-            seen.add(key)
-            dropped = ", ".join(
-                f"{d['count']} {k.replace('_', ' ')}" for k, d in pr["dropped"].items()
-            )
-            lines.append(
-                f"| {tc.task} | problems compared for {tc.metric} | {pr['compared']} of "
-                f"{pr['compared'] + pr['dropped_total']} | dropped: {dropped or 'none'} |"
-            )
-        notes = [*self.reasons]
-        for tc in self.comparisons:
-            notes += [f"{tc.task} {tc.metric}: {w}" for w in tc.warnings]
-        if notes:
-            lines.append("")
-            lines += [f"- {n}" for n in dict.fromkeys(notes)]
-        return "\n".join(lines)
+        """GitHub-flavoured Markdown (the ``md`` rendering of :func:`rolleval.render.render`)."""
+        from ..render import render
+
+        return render("gate", self.to_dict(), "md")
 
 
 def _fmt_effect(comp: Any) -> str:
