@@ -32,13 +32,13 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        b = write_synthetic_run(root / "base", n_problems=200, n_rollouts=8, seed=0, **FAULTS)
+        b = write_synthetic_run(root / "base", n_problems=200, n_rollouts=8, rng=0, **FAULTS)
         c = write_synthetic_run(
             root / "candidate",
             n_problems=200,
             n_rollouts=8,
-            seed=0,
-            outcome_seed=1,
+            rng=0,
+            outcome_rng=1,
             shift=-0.05,
             **FAULTS,
         )

@@ -26,9 +26,9 @@ def results(tmp_path_factory):
     """A baseline, a regressed candidate with infra errors (so pass@8 drops problems), and
     the three results: run report, comparison (pass@1 and pass@8), gate."""
     root = tmp_path_factory.mktemp("fmt")
-    kw = dict(n_problems=40, n_rollouts=8, seed=3, p_unextracted=0.05, p_truncated=0.03)
+    kw = dict(n_problems=40, n_rollouts=8, rng=3, p_unextracted=0.05, p_truncated=0.03)
     b = write_synthetic_run(root / "b", **kw)
-    c = write_synthetic_run(root / "c", **kw, outcome_seed=4, shift=-0.12, p_infra_error=0.05)
+    c = write_synthetic_run(root / "c", **kw, outcome_rng=4, shift=-0.12, p_infra_error=0.05)
     rep = report_run(c.path, n_resamples=300, write=False).report
     cmp1 = compare_runs(b.path, c.path, n_resamples=300).to_dict()
     cmp8 = compare_runs(b.path, c.path, metric="pass@8", n_resamples=300).to_dict()

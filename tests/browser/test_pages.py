@@ -24,9 +24,9 @@ def pages(tmp_path_factory):
     """Run, compare and gate pages of a regressed candidate whose rollout 0 of TARGET holds
     hostile text; with their JSON results."""
     root = tmp_path_factory.mktemp("pages")
-    kw = dict(n_problems=30, n_rollouts=6, seed=7, p_unextracted=0.05, p_truncated=0.05)
+    kw = dict(n_problems=30, n_rollouts=6, rng=7, p_unextracted=0.05, p_truncated=0.05)
     b = write_synthetic_run(root / "b", **kw)
-    c = write_synthetic_run(root / "c", **kw, outcome_seed=8, shift=-0.2, p_grader_error=0.02)
+    c = write_synthetic_run(root / "c", **kw, outcome_rng=8, shift=-0.2, p_grader_error=0.02)
     plant(c.path, TARGET, 0, HOSTILE)
     rep = report_run(c.path, n_resamples=300, write=False).report
     cmp = compare_runs(b.path, c.path, n_resamples=300).to_dict()
