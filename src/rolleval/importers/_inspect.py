@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..records import JudgementRecord, Message, RolloutRecord, Usage
+from ..records import JudgementRecord, Message, RolloutRecord, RolloutStatus, Usage
 from ._base import (
     ImportedRun,
     ImportedTask,
@@ -34,6 +34,8 @@ _ZIP_MAGIC = b"PK\x03\x04"
 _LETTERS = {"C": 1.0, "I": 0.0, "P": 0.5, "N": 0.0}
 _TIME_LIMITS = {"time", "working"}
 _BUDGET_LIMITS = {"token", "message", "context"}
+# Inspect stop reason -> OpenAI-style finish reason; others are kept as Inspect wrote them.
+_FINISH = {"stop": "stop", "max_tokens": "length", "model_length": "length"}
 _KNOWN_SAMPLE = {
     "id",
     "epoch",
@@ -303,7 +305,8 @@ def _score_value(value: Any) -> float | None:
 def _rollout(
     pid: str, index: int, sample: dict[str, Any], score: Any, identity: str, unmapped: Unmapped
 ) -> tuple[RolloutRecord, JudgementRecord]:
-    output = sample.get("output") if isinstance(sample.get("output"), dict) else {}
+    raw_output = sample.get("output")
+    output: dict[str, Any] = raw_output if isinstance(raw_output, dict) else {}
     choices = output.get("choices") or []
     message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
     text = _text(message.get("content")) if isinstance(message, dict) else None
@@ -317,7 +320,7 @@ def _rollout(
         )
     limit = sample.get("limit") if isinstance(sample.get("limit"), dict) else None
     error = sample.get("error") if isinstance(sample.get("error"), dict) else None
-    status = "ok"
+    status: RolloutStatus = "ok"
     err_text = None
     if error is not None:
         status, err_text = "infra_error", str(error.get("message") or "sample error")
@@ -325,7 +328,7 @@ def _rollout(
         status, err_text = "timeout", f"{limit.get('type')} limit {limit.get('limit')} reached"
     elif limit is not None and limit.get("type") not in _BUDGET_LIMITS:
         status, err_text = "infra_error", f"{limit.get('type')} limit {limit.get('limit')} reached"
-    finish = {"stop": "stop", "max_tokens": "length", "model_length": "length"}.get(stop, stop)
+    finish = _FINISH.get(stop, stop) if isinstance(stop, str) else stop
     if limit is not None and limit.get("type") in _BUDGET_LIMITS:
         finish = "length"
     rollout = RolloutRecord(

@@ -251,6 +251,7 @@ def _stream(
         missing_prompt = missing_prompt or prompt_record.content_hash is None
         for key in line.keys() - _KNOWN_LINE - set(line.get("metrics") or []):
             unmapped.add(key, "field not known to the importer")
+        assert metric_name is not None  # set with primary_filter, on the first line
         value = line.get(metric_name)
         fv = as_float(value)
         generative = isinstance(resps[0], list) and all(isinstance(t, str) for t in resps[0])

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from ..records import JudgementRecord, Message, RolloutRecord
+from ..records import JudgementRecord, Message, RolloutRecord, RolloutStatus
 from ._base import (
     ImportedRun,
     ImportedTask,
@@ -212,7 +212,7 @@ def _task(d: Path, meta: Any) -> ImportedTask:
         reason = str(rec.get("error_reason") or "")
         action = str(rec.get("error_action") or "")
         msg = str(rec.get("error_msg") or reason or "SiEval pipeline failure")
-        status = "timeout" if "timeout" in reason.lower() else "infra_error"
+        status: RolloutStatus = "timeout" if "timeout" in reason.lower() else "infra_error"
         grader_crash = action == "feedback"
         for i in range(n_fail):
             if grader_crash:

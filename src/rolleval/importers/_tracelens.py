@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from ..records import JudgementRecord, RolloutRecord
+from ..records import JudgementRecord, RolloutRecord, RolloutStatus
 from ._base import (
     ImportedRun,
     ImportedTask,
@@ -30,7 +30,7 @@ from ._io import head_bytes, read_json_file
 __all__ = ["TraceLensReader"]
 
 # TraceLens trial status -> rolleval rollout status.
-STATUSES = {
+STATUSES: dict[str, RolloutStatus] = {
     "completed": "ok",
     "failed": "ok",  # an agent failure is a model failure: judged by its outcomes (none = fail)
     "timeout": "timeout",
@@ -77,7 +77,8 @@ class TraceLensReader:
                 "not a TraceLens trials file (no 'trials' list)",
                 "pass the file written by `tracelens run --save-trials`; an aggregate results file has no per-trial data",
             )
-        prov = data.get("provenance") if isinstance(data.get("provenance"), dict) else {}
+        raw_prov = data.get("provenance")
+        prov: dict[str, Any] = raw_prov if isinstance(raw_prov, dict) else {}
         measurement = prov.get("measurement") or {}
         name = str(measurement.get("eval_set_name") or path.name.split(".")[0])
         model = None
@@ -187,7 +188,8 @@ def _trial(
     pid = trial["task_id"]
     index = trial["run_index"]
     status = STATUSES[trial["status"]]
-    transcript = trial.get("transcript") if isinstance(trial.get("transcript"), dict) else {}
+    raw_transcript = trial.get("transcript")
+    transcript: dict[str, Any] = raw_transcript if isinstance(raw_transcript, dict) else {}
     final = transcript.get("final_output")
     text = None
     if status == "ok":
@@ -199,9 +201,8 @@ def _trial(
             text = orjson.dumps(final, option=orjson.OPT_SORT_KEYS).decode()
         else:
             text = ""
-    latency = None
-    if isinstance(final, dict) and as_float(final.get("latency_ms")) is not None:
-        latency = as_float(final["latency_ms"]) / 1000.0
+    latency_ms = as_float(final.get("latency_ms")) if isinstance(final, dict) else None
+    latency = latency_ms / 1000.0 if latency_ms is not None else None
     error = trial.get("error_message") if status != "ok" or trial["status"] == "failed" else None
     rollout = RolloutRecord(
         problem_id=pid,
@@ -224,8 +225,7 @@ def _trial(
             jrec["correct"] = bool(outcomes) and all(bool(o.get("passed")) for o in outcomes)
             if text:
                 jrec["extracted"] = text
-            scores = [as_float(o.get("score")) for o in outcomes]
-            scores = [s for s in scores if s is not None]
+            scores = [s for o in outcomes if (s := as_float(o.get("score"))) is not None]
             if scores:
                 jrec["score"] = min(1.0, max(0.0, sum(scores) / len(scores)))
         metrics: dict[str, float] = {}

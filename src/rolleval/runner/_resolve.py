@@ -42,6 +42,7 @@ class ResolvedTask:
     def wire_prompt(self, problem_id: str) -> Any:
         """The prompt of a problem as the client sends it (messages as dicts, or text)."""
         prompt = self.prompts[problem_id].prompt
+        assert prompt is not None  # the runner always records the prompt it sends
         return prompt if isinstance(prompt, str) else [m.model_dump() for m in prompt]
 
 
