@@ -84,9 +84,7 @@ def lengthen(run: Path, chars: int, seed: int) -> None:
 
 
 def build(root: Path, problems: int, rollouts: int, text_chars: int) -> tuple[Path, float]:
-    kw = dict(
-        n_problems=problems, n_rollouts=rollouts, rng=5, p_unextracted=0.03, p_truncated=0.02
-    )
+    kw = dict(n_problems=problems, n_rollouts=rollouts, rng=5, p_unextracted=0.03, p_truncated=0.02)
     b = write_synthetic_run(root / "b", **kw)
     c = write_synthetic_run(root / "c", **kw, outcome_rng=6, shift=-0.03, p_infra_error=0.01)
     for i, run in enumerate((b, c)):
