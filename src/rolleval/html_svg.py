@@ -145,8 +145,10 @@ def forest_svg(
     vals = [v for _, e, lo, hi, _ in rows for v in (e, lo, hi) if v is not None]
     span = max([abs(v) for v in vals] + [threshold * 1.5, 1e-3]) * 1.15
     h = _T + _B + 28 * max(len(rows), 1)
-    w = _W + 100
-    left = _L + 100
+    # room for the longest row label (about 6.5 px a character at font-size 11)
+    label_px = max([6.5 * len(name) for name, *_ in rows] + [100.0])
+    w = _W + 100 + int(label_px - 100)
+    left = _L + int(label_px)
 
     def xs(v: float) -> float:
         return left + (v + span) / (2 * span) * (w - left - _R)
