@@ -133,7 +133,7 @@ def _regrade(
     items = [
         (
             job.prompts.by_id[pid].reference,
-            [(r.index, r.text or "") for r in job.by_problem[pid] if r.status == "ok"],
+            [(r.index, r.grader_input()) for r in job.by_problem[pid] if r.status == "ok"],
         )
         for pid in pids
     ]

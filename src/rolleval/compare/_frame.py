@@ -54,11 +54,22 @@ _MUST_MATCH = ("grader_identity", "score_key", "denominator_policy", "timeout_po
 _NOTED = ("sampling", "n_rollouts", "source")
 
 
+#: Bare names accepted for a judgement metric (``compare --metric logprob_margin``).
+JUDGEMENT_METRIC_ALIASES = ("logprob_margin", "acc_norm", "em", "f1")
+
+
 def canonical_metric(name: str) -> str:
     """The key reports print for ``name`` (via :func:`rolleval.metrics.parse_metric_name`),
-    or a health metric name; ``UsageError`` listing the valid forms otherwise."""
-    if isinstance(name, str) and name.strip() in HEALTH_METRICS:
-        return name.strip()
+    a health metric name, or a judgement metric ``metrics.<name>`` (the bare names of
+    :data:`JUDGEMENT_METRIC_ALIASES` too); ``UsageError`` listing the valid forms otherwise."""
+    if isinstance(name, str):
+        text = name.strip()
+        if text in HEALTH_METRICS:
+            return text
+        if text.startswith("metrics.") and len(text) > len("metrics."):
+            return text
+        if text in JUDGEMENT_METRIC_ALIASES:
+            return f"metrics.{text}"
     family, params = parse_metric_name(name)
     return metric_name(family, **params)  # type: ignore[arg-type]
 

@@ -18,6 +18,7 @@ futures, for a runner that grades as rollouts arrive.
 
 from ._base import Grader, Verdict
 from ._code import CodeGrader, extract_code
+from ._loglik import LoglikGrader, score_options
 from ._math import MATH_EXTRACTORS, MathGrader
 from ._mcq import McqGrader, extract_choice
 from ._pool import GradingPool, default_workers, grade_problems
@@ -31,6 +32,7 @@ __all__ = [
     "CodeGrader",
     "Grader",
     "GradingPool",
+    "LoglikGrader",
     "MathGrader",
     "McqGrader",
     "QaGrader",
@@ -44,6 +46,7 @@ __all__ = [
     "grader_versions",
     "make_grader",
     "normalize_short_answer",
+    "score_options",
     "squad_metrics",
 ]
 

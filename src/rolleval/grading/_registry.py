@@ -10,6 +10,7 @@ from .._version import __version__
 from ..errors import UsageError
 from ._base import Grader
 from ._code import CodeGrader
+from ._loglik import LoglikGrader
 from ._math import MathGrader
 from ._mcq import McqGrader
 from ._qa import QaGrader
@@ -19,6 +20,7 @@ __all__ = ["GRADER_TYPES", "grader_versions", "make_grader"]
 
 _CLASSES: dict[str, Any] = {
     CodeGrader.id: CodeGrader,
+    LoglikGrader.id: LoglikGrader,
     MathGrader.id: MathGrader,
     McqGrader.id: McqGrader,
     QaGrader.id: QaGrader,
@@ -43,6 +45,7 @@ def make_grader(spec: Mapping[str, Any]) -> Grader:
     * ``{"type": "short_answer", "numeric_tolerance": null, "first_line": true}``
     * ``{"type": "qa", "style": "squad"}`` (or ``"drop"``): exact match and token F1
     * ``{"type": "code", "timeout_s": 10.0, "memory_mb": 1024, "processes": 32}``
+    * ``{"type": "loglik", "normalisation": "chars"}`` (or ``"tokens"``): log-likelihood choice
 
     The grader's ``spec`` attribute holds the same spec with defaults filled in, so
     ``make_grader(g.spec) == g``. An unknown type, an unknown key or a bad option value

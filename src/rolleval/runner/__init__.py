@@ -151,10 +151,23 @@ def run_eval(
             concurrency=config.concurrency,
             server_n=config.server_n,
         )
+        if any(t.loglik for t in tasks):
+            _probe_logprobs(endpoint, say)
         outcome = asyncio.run(
             _run_async(config, out, writer, tasks, endpoint, local, transport, progress, say)
         )
     return RunOutcome(**{**outcome, "seconds": time.monotonic() - t0})
+
+
+def _probe_logprobs(endpoint: EndpointConfig, say: Callable[[str], None]) -> None:
+    """Before a log-likelihood run: every endpoint must serve usable prompt log-probs
+    (:func:`~rolleval.client._logprob_probe.require_prompt_logprobs`; exit 2 otherwise)."""
+    from ..client._logprob_probe import require_prompt_logprobs
+
+    key = os.environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
+    for url in endpoint.base_urls:
+        say(f"probing the prompt log-probs of {url} ...")
+        require_prompt_logprobs(url, endpoint.model, api_key=key, timeout_s=endpoint.timeout_s)
 
 
 async def _run_async(
@@ -208,7 +221,8 @@ def _plan(writer: RunWriter, tasks: list[ResolvedTask], n: int) -> list[TaskPlan
         with collect_warnings():
             rollouts = tw.files.read_rollouts()
             judgements = tw.files.read_judgements()
-        plan = plan_task(ti, t.problem_ids, n, rollouts, judgements)
+        n_task = t.settings.n_rollouts  # a log-likelihood task scores once per problem
+        plan = plan_task(ti, t.problem_ids, n_task, rollouts, judgements)
         if plan.rewrite_judgements:
             tw.replace_judgements(plan.keep_judgements)
         plans.append(plan)
