@@ -16,8 +16,9 @@ per-problem timeout); :class:`GradingPool` does the same one problem at a time, 
 futures, for a runner that grades as rollouts arrive.
 """
 
-from ._base import Grader, Verdict
+from ._base import Grader, Verdict, grading_reference
 from ._code import CodeGrader, extract_code
+from ._judge import JudgeGrader, parse_judge_verdict
 from ._loglik import LoglikGrader, score_options
 from ._math import MATH_EXTRACTORS, MathGrader
 from ._mcq import McqGrader, extract_choice
@@ -32,6 +33,7 @@ __all__ = [
     "CodeGrader",
     "Grader",
     "GradingPool",
+    "JudgeGrader",
     "LoglikGrader",
     "MathGrader",
     "McqGrader",
@@ -44,8 +46,10 @@ __all__ = [
     "extract_code",
     "grade_problems",
     "grader_versions",
+    "grading_reference",
     "make_grader",
     "normalize_short_answer",
+    "parse_judge_verdict",
     "score_options",
     "squad_metrics",
 ]

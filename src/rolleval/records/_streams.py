@@ -189,6 +189,8 @@ class JudgementRecord(StreamRecord):
     """Set when grading crashed or timed out: a harness failure, never a wrong answer."""
     judge_raw: str | None = None
     """Raw output of an LLM or service grader."""
+    grader_usage: Usage | None = None
+    """Tokens an LLM judge spent on this rollout (apart from the candidate's ``usage``)."""
 
     @property
     def key(self) -> tuple[str, int]:
@@ -258,5 +260,8 @@ def make_judgement(rollout: RolloutRecord, verdict: Any, grader: str | None) -> 
             grader_error=verdict.grader_error,
             metrics=dict(verdict.metrics) if verdict.metrics else {},
             judge_raw=verdict.judge_raw,
+            grader_usage=Usage(**verdict.grader_usage)
+            if getattr(verdict, "grader_usage", None)
+            else None,
         )
     return JudgementRecord(**fields)

@@ -284,7 +284,8 @@ def _finish(
         tw = writer.task(t.name)
         with collect_warnings():
             rollouts = tw.files.read_rollouts()
-        tw.write_profile(build_profile(rollouts, writer.manifest.segments))
+            judgements = tw.files.read_judgements()
+        tw.write_profile(build_profile(rollouts, writer.manifest.segments, judgements))
     where = ", ".join(endpoint.base_urls)
     if counters.tripped:
         writer.set_status("interrupted")

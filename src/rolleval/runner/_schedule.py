@@ -149,7 +149,9 @@ class Scheduler:
         task = self.tasks[ti]
         rolls = self._final[ti][pid]
         items = [(j, r.grader_input()) for j, r in sorted(rolls.items()) if r.status == "ok"]
-        reference = task.prompts[pid].reference
+        from ..grading import grading_reference
+
+        reference = grading_reference(task.grader, task.prompts[pid])
         fut = asyncio.wrap_future(self.pools[ti].submit(reference, items))
 
         def done(f: asyncio.Future[Any]) -> None:

@@ -29,7 +29,7 @@ __all__ = [
     "parse_config",
 ]
 
-TASK_TYPES: tuple[str, ...] = ("math", "mcq", "short_answer", "qa", "code", "loglik")
+TASK_TYPES: tuple[str, ...] = ("math", "mcq", "short_answer", "qa", "code", "loglik", "judge")
 
 #: Grader spec per task type before overrides. ``letters`` of ``mcq`` comes from the config.
 _GRADERS: dict[str, dict[str, Any]] = {
@@ -39,6 +39,7 @@ _GRADERS: dict[str, dict[str, Any]] = {
     "qa": {"type": "qa", "style": "squad"},
     "code": {"type": "code", "timeout_s": 10.0, "memory_mb": 1024, "processes": 32},
     "loglik": {"type": "loglik", "normalisation": "chars"},
+    "judge": {"type": "judge"},  # endpoint and model come from the task's grader config
 }
 
 #: The per-rollout score a task's report and comparisons use by default (``score_key``).
@@ -49,6 +50,7 @@ _SCORE_KEYS: dict[str, str] = {
     "qa": "metrics.f1",
     "code": "correct",
     "loglik": "correct",
+    "judge": "correct",
 }
 
 _SAMPLING: dict[str, dict[str, Any]] = {
@@ -59,6 +61,7 @@ _SAMPLING: dict[str, dict[str, Any]] = {
     "code": {"temperature": 0.7, "top_p": 1.0, "max_tokens": 1024, "stop": None},
     # log-likelihood tasks generate nothing: options are scored with echo and logprobs
     "loglik": {"temperature": 0.0, "top_p": 1.0, "max_tokens": 1, "stop": None},
+    "judge": {"temperature": 0.7, "top_p": 1.0, "max_tokens": 512, "stop": None},
 }
 
 _TEMPLATES: dict[str, str] = {
@@ -82,6 +85,7 @@ _TEMPLATES: dict[str, str] = {
         "needs, in one ```python code block."
     ),
     "loglik": "Question: {{ question }}\nAnswer:",
+    "judge": "{{ question }}",
 }
 
 _SAMPLING_KEYS = ("temperature", "top_p", "max_tokens", "stop")
@@ -204,7 +208,7 @@ class TaskSpec:
     licence: str
     cluster_field: str | None
     type: str = "math"
-    """``math``, ``mcq``, ``short_answer``, ``qa``, ``code`` or ``loglik``."""
+    """``math``, ``mcq``, ``short_answer``, ``qa``, ``code``, ``loglik`` or ``judge``."""
     shuffle_choices: bool = False
     """MCQ only: present the choices in a seeded per-problem permutation."""
     seed: int = 0
