@@ -32,6 +32,15 @@ def log_softmax(row: np.ndarray) -> np.ndarray:
     return x - (m + float(np.log(np.sum(np.exp(x - m)))))
 
 
+def _top(row: np.ndarray, k: int) -> np.ndarray:
+    """Indices of the ``k`` largest values of ``row``, largest first."""
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    k = min(k, len(row))
+    part = np.argpartition(-row, k - 1)[:k]
+    return part[np.argsort(-row[part], kind="stable")]
+
+
 def prompt_logprobs(llama: Any, prompt: str, top: int, max_tokens: int = 1) -> dict[str, Any]:
     """The ``choices[0]`` and ``usage`` of an echoed completion of ``prompt``: every prompt
     token's log-prob given the tokens before it, its ``top`` most likely alternatives (and
@@ -41,7 +50,7 @@ def prompt_logprobs(llama: Any, prompt: str, top: int, max_tokens: int = 1) -> d
         raise ValueError(f"the prompt has {len(tokens)} tokens; the context holds {llama.n_ctx()}")
     llama.reset()
     llama.eval(tokens)
-    scores = np.array(llama.scores[: len(tokens)], dtype=np.float64, copy=True)
+    scores = np.array(llama.scores[: len(tokens)], copy=True)  # float32; rows go to float64
     pieces = [llama.detokenize([t], prev_tokens=tokens[:i]) for i, t in enumerate(tokens)]
     texts: list[str] = []
     offsets: list[int] = []
@@ -59,8 +68,7 @@ def prompt_logprobs(llama: Any, prompt: str, top: int, max_tokens: int = 1) -> d
     for i in range(1, len(tokens)):
         row = log_softmax(scores[i - 1])
         values.append(float(row[tokens[i]]))
-        best = np.argsort(-row)[: max(top, 0)]
-        entry = {text_of(int(t), i): float(row[t]) for t in best}
+        entry = {text_of(int(t), i): float(row[t]) for t in _top(row, top)}
         entry.setdefault(texts[i], float(row[tokens[i]]))
         tops.append(entry)
     text = prompt
@@ -72,8 +80,7 @@ def prompt_logprobs(llama: Any, prompt: str, top: int, max_tokens: int = 1) -> d
         offsets.append(len(done.decode("utf-8", errors="ignore")))
         texts.append(piece)
         values.append(float(row[nxt]))
-        best = np.argsort(-row)[: max(top, 0)]
-        tops.append({text_of(int(t), len(tokens)): float(row[t]) for t in best})
+        tops.append({text_of(int(t), len(tokens)): float(row[t]) for t in _top(row, top)})
         text += piece
         completion_tokens = 1
     logprobs = {
