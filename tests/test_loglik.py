@@ -119,12 +119,6 @@ def test_builtin_rc_tasks_load(name):
     assert len(option_texts(p.to_record())) == len(p.extras["choices"]) >= 2
 
 
-def test_builtin_sizes_match_the_datasets():
-    sizes = {"arc_easy_rc": 2376, "arc_challenge_rc": 1172, "hellaswag_rc": 10042}
-    for name, n in sizes.items():
-        assert len(get_task(name).load()) == n
-
-
 # --------------------------------------------------------------------------- whole runs
 
 
