@@ -169,7 +169,7 @@ def main() -> int:
                 n_problems=args.problems,
                 n_rollouts=args.rollouts,
                 task=task,
-                seed=args.seed,
+                rng=args.seed,
                 shift=shift,
                 p_infra_error=0.01,
                 p_grader_error=0.005,

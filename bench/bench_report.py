@@ -83,7 +83,7 @@ def main() -> None:
             path,
             n_problems=args.problems,
             n_rollouts=args.rollouts,
-            seed=1,
+            rng=1,
             p_infra_error=0.01,
             p_grader_error=0.005,
             p_unextracted=0.05,

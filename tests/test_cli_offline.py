@@ -73,7 +73,7 @@ def test_bad_flag_is_usage_error_exit_2(tmp_path):
 
 
 def test_show_failures_and_problem(tmp_path):
-    write_synthetic_run(tmp_path / "r", n_problems=6, n_rollouts=3, p_unextracted=0.5, seed=2)
+    write_synthetic_run(tmp_path / "r", n_problems=6, n_rollouts=3, p_unextracted=0.5, rng=2)
     res = rolleval("show", str(tmp_path / "r"), "--failures", "--format", "jsonl")
     assert res.returncode == 0
     items = [orjson.loads(x) for x in res.stdout.splitlines()]
@@ -87,7 +87,7 @@ def test_show_failures_and_problem(tmp_path):
 
 
 def test_show_unextracted_only(tmp_path):
-    write_synthetic_run(tmp_path / "r", n_problems=10, n_rollouts=4, p_unextracted=0.5, seed=4)
+    write_synthetic_run(tmp_path / "r", n_problems=10, n_rollouts=4, p_unextracted=0.5, rng=4)
     res = rolleval("show", str(tmp_path / "r"), "--unextracted", "--format", "jsonl")
     items = [orjson.loads(x) for x in res.stdout.splitlines()]
     rolls = [r for it in items for r in it["rollouts"]]

@@ -10,26 +10,13 @@ import httpx
 import pytest
 
 import rolleval.client
-from conftest import make_config
+from conftest import complete, make_config
 from rolleval.client import Client, Completion, EndpointConfig, SamplingParams, complete_sync
 from rolleval.errors import UsageError
 from rolleval.records import Message, RolloutRecord
 from rolleval.testing import OpenAIServer
 
 MODEL = "rolleval-test"
-
-
-def complete(
-    config: EndpointConfig,
-    prompt: Any = "What is 2+2?",
-    sampling: SamplingParams | None = None,
-    seed: int | None = 7,
-) -> Completion:
-    async def go() -> Completion:
-        async with Client(config) as client:
-            return await client.complete(prompt, sampling or SamplingParams(), seed=seed)
-
-    return asyncio.run(go())
 
 
 # -- ok paths ------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ endpoints and server-side n. Backoffs are milliseconds so the file stays fast.""
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 from email.utils import format_datetime
@@ -13,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from conftest import complete as _complete
 from conftest import make_config
 from rolleval.client import Client, Completion, EndpointConfig, SamplingParams
 from rolleval.client._errors import retry_after_s
@@ -22,12 +24,8 @@ MODEL = "rolleval-test"
 CHAT = "/v1/chat/completions"
 
 
-def complete(config: EndpointConfig, prompt: Any = "hi", seed: int | None = 1) -> Completion:
-    async def go() -> Completion:
-        async with Client(config) as client:
-            return await client.complete(prompt, SamplingParams(), seed=seed)
-
-    return asyncio.run(go())
+#: every test here sends "hi" with seed 1 (the echo server answers "echo seed=1: hi")
+complete = functools.partial(_complete, prompt="hi", seed=1)
 
 
 def complete_many(config: EndpointConfig, seeds: list[int]) -> list[Completion]:

@@ -8,36 +8,16 @@ import orjson
 import pytest
 
 from conftest import run_cli as _cli
+from conftest import synthetic_pair
 from rolleval.cli import main
 from rolleval.compare import compare_runs, gate_run, plan_runs, save_baseline
 from rolleval.errors import UsageError
 from rolleval.synthetic import write_synthetic_run
 
 
-def _pair(tmp_path, *, shift=0.0, n_problems=200, n_rollouts=8, **kw):
-    base = write_synthetic_run(
-        tmp_path / "base",
-        n_problems=n_problems,
-        n_rollouts=n_rollouts,
-        seed=1,
-        outcome_seed=10,
-        **kw,
-    )
-    cand = write_synthetic_run(
-        tmp_path / "cand",
-        n_problems=n_problems,
-        n_rollouts=n_rollouts,
-        seed=1,
-        outcome_seed=20,
-        shift=shift,
-        **kw,
-    )
-    return base.path, cand.path
-
-
 def test_identical_runs_are_not_called_equivalent(tmp_path):
     # a run compared with itself: every paired difference is 0, a zero-width interval
-    base = write_synthetic_run(tmp_path / "a", n_problems=150, n_rollouts=8, seed=3)
+    base = write_synthetic_run(tmp_path / "a", n_problems=150, n_rollouts=8, rng=3)
     res = compare_runs(base.path, base.path)
     t = res.tasks[0].comparison.to_dict()
     assert t["effect"] == 0.0 and t["ci_status"] == "degenerate"
@@ -46,7 +26,7 @@ def test_identical_runs_are_not_called_equivalent(tmp_path):
 
 
 def test_clear_drop_is_a_regression_with_exit_1(tmp_path):
-    b, c = _pair(tmp_path, shift=-0.15)
+    b, c = synthetic_pair(tmp_path, shift=-0.15)
     res = compare_runs(b, c)
     d = res.to_dict()["tasks"][0]
     assert d["verdict"] == "regression" and d["effect"] < -0.1 and d["ci_high"] < 0
@@ -65,7 +45,7 @@ def test_clear_drop_is_a_regression_with_exit_1(tmp_path):
 
 
 def test_effect_is_the_mean_paired_difference_of_per_problem_pass1(tmp_path):
-    b, c = _pair(tmp_path, shift=-0.05, n_problems=80)
+    b, c = synthetic_pair(tmp_path, shift=-0.05, n_problems=80)
     res = compare_runs(b, c)
     fb = res.tasks[0]
 
@@ -88,9 +68,9 @@ def test_effect_is_the_mean_paired_difference_of_per_problem_pass1(tmp_path):
 
 
 def test_health_metric_direction_lower_is_better(tmp_path):
-    b, c = _pair(tmp_path, n_problems=150, p_unextracted=0.0)
+    b, c = synthetic_pair(tmp_path, n_problems=150, p_unextracted=0.0)
     c2 = write_synthetic_run(
-        tmp_path / "c2", n_problems=150, n_rollouts=8, seed=1, outcome_seed=20, p_unextracted=0.6
+        tmp_path / "c2", n_problems=150, n_rollouts=8, rng=1, outcome_rng=20, p_unextracted=0.6
     )
     res = compare_runs(b, c2.path, metric="unextracted_rate")
     d = res.to_dict()["tasks"][0]
@@ -102,7 +82,7 @@ def test_health_metric_direction_lower_is_better(tmp_path):
 
 
 def test_changed_problem_content_is_refused_or_excluded(tmp_path):
-    b, c = _pair(tmp_path, n_problems=30)
+    b, c = synthetic_pair(tmp_path, n_problems=30)
     tf = c / "tasks" / "synthetic_math" / "prompts.jsonl"
     rows = [orjson.loads(x) for x in tf.read_bytes().splitlines()]
     rows[4]["reference"] = "-1"
@@ -122,7 +102,7 @@ def test_changed_problem_content_is_refused_or_excluded(tmp_path):
 
 
 def test_different_grader_is_refused(tmp_path):
-    b, c = _pair(tmp_path, n_problems=20)
+    b, c = synthetic_pair(tmp_path, n_problems=20)
     tj = c / "tasks" / "synthetic_math" / "task.json"
     settings = json.loads(tj.read_text())
     settings["grader_identity"] = "math@2+other"
@@ -136,7 +116,7 @@ def test_different_grader_is_refused(tmp_path):
 
 
 def test_runs_without_hashes_align_by_id_unless_provenance_required(tmp_path):
-    b, c = _pair(tmp_path, n_problems=20)
+    b, c = synthetic_pair(tmp_path, n_problems=20)
     tf = c / "tasks" / "synthetic_math" / "prompts.jsonl"
     rows = [orjson.loads(x) for x in tf.read_bytes().splitlines()]
     for r in rows:
@@ -149,7 +129,7 @@ def test_runs_without_hashes_align_by_id_unless_provenance_required(tmp_path):
 
 
 def test_baseline_file_gives_the_same_comparison_as_the_run(tmp_path):
-    b, c = _pair(tmp_path, shift=-0.1, n_problems=60, p_infra_error=0.05)
+    b, c = synthetic_pair(tmp_path, shift=-0.1, n_problems=60, p_infra_error=0.05)
     bl = tmp_path / "baseline.json"
     assert main(["baseline", "save", str(b), "--out", str(bl)]) == 0
     assert main(["baseline", "save", str(b), "--out", str(bl)]) == 2  # never overwritten silently
@@ -164,19 +144,19 @@ def test_baseline_file_gives_the_same_comparison_as_the_run(tmp_path):
 
 
 def test_gate_default_policy_and_health_limits(tmp_path):
-    b, c = _pair(tmp_path, shift=-0.15, n_problems=150)
+    b, c = synthetic_pair(tmp_path, shift=-0.15, n_problems=150)
     out = gate_run(c, b)
     assert out.exit_code == 1 and out.verdict == "blocked"
     same = gate_run(b, b)  # a run against itself proves nothing (zero-width interval)
     assert same.exit_code == 3 and same.verdict == "inconclusive"
     loose = {"alpha": 0.05, "metrics": {"pass@1": {"threshold": 0.1}}}
     resampled = write_synthetic_run(
-        tmp_path / "again", n_problems=150, n_rollouts=8, seed=1, outcome_seed=11
+        tmp_path / "again", n_problems=150, n_rollouts=8, rng=1, outcome_rng=11
     )
     ok = gate_run(resampled.path, b, policy=loose)
     assert ok.exit_code == 0 and ok.verdict == "pass"
     noisy = write_synthetic_run(
-        tmp_path / "noisy", n_problems=150, n_rollouts=8, seed=1, outcome_seed=10, p_infra_error=0.1
+        tmp_path / "noisy", n_problems=150, n_rollouts=8, rng=1, outcome_rng=10, p_infra_error=0.1
     )
     res = gate_run(noisy.path, b)
     assert res.exit_code == 4 and res.verdict == "run_failed"  # an outage, not a regression
@@ -194,7 +174,7 @@ def test_gate_default_policy_and_health_limits(tmp_path):
 
 
 def test_plan_reports_sizes(tmp_path):
-    b, c = _pair(tmp_path, n_problems=100)
+    b, c = synthetic_pair(tmp_path, n_problems=100)
     one = plan_runs(b, effect=0.05)["tasks"]["synthetic_math"]
     assert one["status"] == "ok" and one["required_problems"] >= 1 and 0 < one["mde_current"] < 1
     two = plan_runs(b, c, effect=0.05)["tasks"]["synthetic_math"]
@@ -204,14 +184,14 @@ def test_plan_reports_sizes(tmp_path):
 
 
 def test_save_baseline_api_refuses_overwrite(tmp_path):
-    b, _ = _pair(tmp_path, n_problems=5)
+    b, _ = synthetic_pair(tmp_path, n_problems=5)
     save_baseline(b, tmp_path / "x.json")
     with pytest.raises(UsageError, match="file exists"):
         save_baseline(b, tmp_path / "x.json")
 
 
 def test_html_pages_carry_the_verdict_and_numbers(tmp_path):
-    b, c = _pair(tmp_path, shift=-0.15, n_problems=60)
+    b, c = synthetic_pair(tmp_path, shift=-0.15, n_problems=60)
     page = tmp_path / "out" / "compare.html"
     proc = _cli(
         "compare", str(b), str(c), "--html", str(page), "--output", str(tmp_path / "c.json")

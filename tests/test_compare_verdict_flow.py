@@ -15,6 +15,7 @@ import numpy as np
 import orjson
 import pytest
 
+from conftest import synthetic_pair
 from rolleval.cli import main
 from rolleval.compare import compare_runs
 from rolleval.compare._runs import decide_overall
@@ -77,27 +78,6 @@ def _cli(capsys, *args):
     return code, out.out, out.err
 
 
-def _pair(tmp_path, *, n_problems=200, n_rollouts=8, shift=0.0, **kw):
-    b = write_synthetic_run(
-        tmp_path / "base",
-        n_problems=n_problems,
-        n_rollouts=n_rollouts,
-        seed=1,
-        outcome_seed=10,
-        **kw,
-    )
-    c = write_synthetic_run(
-        tmp_path / "cand",
-        n_problems=n_problems,
-        n_rollouts=n_rollouts,
-        seed=1,
-        outcome_seed=20,
-        shift=shift,
-        **kw,
-    )
-    return b.path, c.path
-
-
 def _two_task_run(path, *, seed, outcome_seed, n_a=200, n_b=200, n_rollouts=8):
     """A run directory with tasks `a` and `b`, each written by the synthetic writer."""
     run = write_synthetic_run(
@@ -105,8 +85,8 @@ def _two_task_run(path, *, seed, outcome_seed, n_a=200, n_b=200, n_rollouts=8):
         task="a",
         n_problems=n_a,
         n_rollouts=n_rollouts,
-        seed=seed,
-        outcome_seed=outcome_seed,
+        rng=seed,
+        outcome_rng=outcome_seed,
     )
     tmp = path.parent / (path.name + "-b")
     write_synthetic_run(
@@ -114,8 +94,8 @@ def _two_task_run(path, *, seed, outcome_seed, n_a=200, n_b=200, n_rollouts=8):
         task="b",
         n_problems=n_b,
         n_rollouts=n_rollouts,
-        seed=seed + 100,
-        outcome_seed=outcome_seed,
+        rng=seed + 100,
+        outcome_rng=outcome_seed,
     )
     shutil.move(str(tmp / "tasks" / "b"), str(path / "tasks" / "b"))
     shutil.rmtree(tmp)
@@ -131,10 +111,10 @@ def test_timeouts_of_wrong_answers_count_as_failures_not_an_improvement(tmp_path
     # same model; the candidate's wrong answers time out 30% of the time. Excluding timeouts
     # would select the easy rollouts and call the candidate better.
     b = write_synthetic_run(
-        tmp_path / "base", n_problems=300, n_rollouts=8, seed=1, outcome_seed=10
+        tmp_path / "base", n_problems=300, n_rollouts=8, rng=1, outcome_rng=10
     ).path
     c = write_synthetic_run(
-        tmp_path / "cand2", n_problems=300, n_rollouts=8, seed=1, outcome_seed=10
+        tmp_path / "cand2", n_problems=300, n_rollouts=8, rng=1, outcome_rng=10
     ).path  # the very same outcomes as the baseline
     assert _to_timeouts(c, 0.3, seed=5) > 100
     _code, out, _err = _cli(capsys, "compare", b, c, "--format", "json", "--n-resamples", 2000)
@@ -158,10 +138,10 @@ def test_timeouts_of_wrong_answers_count_as_failures_not_an_improvement(tmp_path
 
 def test_timeout_policy_excluded_restores_the_old_estimand_and_cannot_be_mixed(tmp_path, capsys):
     b = write_synthetic_run(
-        tmp_path / "b", n_problems=300, n_rollouts=8, seed=1, outcome_seed=10
+        tmp_path / "b", n_problems=300, n_rollouts=8, rng=1, outcome_rng=10
     ).path
     c = write_synthetic_run(
-        tmp_path / "c", n_problems=300, n_rollouts=8, seed=1, outcome_seed=10
+        tmp_path / "c", n_problems=300, n_rollouts=8, rng=1, outcome_rng=10
     ).path
     _to_timeouts(c, 0.3, seed=5)
     _edit_settings(c, timeout_policy="excluded")
@@ -179,10 +159,10 @@ def test_selective_infra_errors_cannot_make_an_improvement(tmp_path, capsys):
     # connection-level failures stay infra errors (excluded); when they hit the candidate's
     # wrong answers, the shares differ and the verdict must survive the worst case
     b = write_synthetic_run(
-        tmp_path / "b", n_problems=300, n_rollouts=8, seed=1, outcome_seed=10
+        tmp_path / "b", n_problems=300, n_rollouts=8, rng=1, outcome_rng=10
     ).path
     c = write_synthetic_run(
-        tmp_path / "c", n_problems=300, n_rollouts=8, seed=1, outcome_seed=10
+        tmp_path / "c", n_problems=300, n_rollouts=8, rng=1, outcome_rng=10
     ).path
     _to_timeouts(c, 0.3, seed=5, status="infra_error")
     code, out, _ = _cli(capsys, "compare", b, c, "--format", "json", "--n-resamples", 2000)
@@ -197,7 +177,7 @@ def test_selective_infra_errors_cannot_make_an_improvement(tmp_path, capsys):
 
 
 def test_a_clear_regression_survives_the_worst_case_bound(tmp_path, capsys):
-    b, c = _pair(tmp_path, n_problems=200, shift=-0.3)
+    b, c = synthetic_pair(tmp_path, n_problems=200, shift=-0.3)
     _to_timeouts(c, 0.1, seed=3, only_wrong=False, status="infra_error")
     code, out, _ = _cli(capsys, "compare", b, c, "--format", "json", "--n-resamples", 2000)
     t = json.loads(out)["tasks"][0]
@@ -223,10 +203,10 @@ def test_duplicate_content_is_matched_as_a_multiset_and_listed(tmp_path, capsys)
     rates_b = np.full(40, 0.9)
     rates_c = np.concatenate([np.zeros(20), np.full(20, 0.9)])  # the 20 duplicates all regress
     b = write_synthetic_run(
-        tmp_path / "b", n_problems=40, n_rollouts=8, seed=1, outcome_seed=1, true_rates=rates_b
+        tmp_path / "b", n_problems=40, n_rollouts=8, rng=1, outcome_rng=1, true_rates=rates_b
     ).path
     c = write_synthetic_run(
-        tmp_path / "c", n_problems=40, n_rollouts=8, seed=1, outcome_seed=2, true_rates=rates_c
+        tmp_path / "c", n_problems=40, n_rollouts=8, rng=1, outcome_rng=2, true_rates=rates_c
     ).path
     for run in (b, c):
         _make_duplicates(run, 0, 20)
@@ -241,8 +221,8 @@ def test_duplicate_content_is_matched_as_a_multiset_and_listed(tmp_path, capsys)
 
 
 def test_duplicates_in_unequal_numbers_are_listed_by_reason(tmp_path):
-    b = write_synthetic_run(tmp_path / "b", n_problems=12, n_rollouts=4, seed=1).path
-    c = write_synthetic_run(tmp_path / "c", n_problems=12, n_rollouts=4, seed=1).path
+    b = write_synthetic_run(tmp_path / "b", n_problems=12, n_rollouts=4, rng=1).path
+    c = write_synthetic_run(tmp_path / "c", n_problems=12, n_rollouts=4, rng=1).path
     _make_duplicates(b, 0, 3)
     _make_duplicates(c, 0, 2)  # candidate problem 2 keeps its own content
     res = compare_runs(b, c, unmatched="exclude", n_resamples=500).to_dict()["tasks"][0]
@@ -256,7 +236,7 @@ def test_duplicates_in_unequal_numbers_are_listed_by_reason(tmp_path):
 
 
 def test_requested_policy_compares_and_gates(tmp_path, capsys):
-    b, c = _pair(tmp_path, n_problems=100, p_infra_error=0.05)
+    b, c = synthetic_pair(tmp_path, n_problems=100, p_infra_error=0.05)
     for run in (b, c):
         _edit_settings(run, denominator_policy="requested")
     code, out, err = _cli(capsys, "compare", b, c, "--format", "json", "--n-resamples", 1000)
@@ -278,7 +258,7 @@ def test_requested_policy_compares_and_gates(tmp_path, capsys):
 
 
 def test_mixing_denominator_policies_is_refused_in_one_line(tmp_path, capsys):
-    b, c = _pair(tmp_path, n_problems=30, p_infra_error=0.05)
+    b, c = synthetic_pair(tmp_path, n_problems=30, p_infra_error=0.05)
     _edit_settings(c, denominator_policy="requested")
     code, _out, err = _cli(capsys, "compare", b, c)
     assert code == 2
@@ -294,7 +274,7 @@ def test_mixing_denominator_policies_is_refused_in_one_line(tmp_path, capsys):
 def test_a_baseline_task_missing_from_the_candidate_is_not_evaluated(tmp_path, capsys):
     base = _two_task_run(tmp_path / "base", seed=1, outcome_seed=10)
     cand = write_synthetic_run(
-        tmp_path / "cand", task="a", n_problems=200, n_rollouts=8, seed=1, outcome_seed=11
+        tmp_path / "cand", task="a", n_problems=200, n_rollouts=8, rng=1, outcome_rng=11
     ).path
     args = ("--threshold", 0.06, "--n-resamples", 2000)
     code, out, _ = _cli(capsys, "compare", base, cand, *args)
@@ -318,7 +298,7 @@ def test_a_baseline_task_missing_from_the_candidate_is_not_evaluated(tmp_path, c
 
 
 def test_every_format_states_problems_compared_and_dropped(tmp_path, capsys):
-    b, c = _pair(tmp_path, n_problems=60, n_rollouts=8)
+    b, c = synthetic_pair(tmp_path, n_problems=60, n_rollouts=8)
     # the candidate loses a third of one in three problems' rollouts: pass@8 needs all 8
     tf = _task_dir(c)
     rows = _lines(tf.judgements)
@@ -392,7 +372,7 @@ def _interrupt(run_path, keep):
 
 
 def test_an_incomplete_run_is_refused_a_verdict_with_exit_4(tmp_path, capsys):
-    b, c = _pair(tmp_path, n_problems=40, n_rollouts=4)
+    b, c = synthetic_pair(tmp_path, n_problems=40, n_rollouts=4)
     _interrupt(c, keep=100)  # 60 of 160 judgements missing
     (c / "report.json").unlink(missing_ok=True)
     code, _out, err = _cli(capsys, "compare", b, c)
@@ -414,9 +394,9 @@ def test_an_incomplete_run_is_refused_a_verdict_with_exit_4(tmp_path, capsys):
 
 
 def test_default_gate_infra_error_limit_is_a_failed_run_not_a_regression(tmp_path, capsys):
-    b = write_synthetic_run(tmp_path / "b", n_problems=150, n_rollouts=8, seed=1, outcome_seed=10)
+    b = write_synthetic_run(tmp_path / "b", n_problems=150, n_rollouts=8, rng=1, outcome_rng=10)
     noisy = write_synthetic_run(
-        tmp_path / "noisy", n_problems=150, n_rollouts=8, seed=1, outcome_seed=10, p_infra_error=0.1
+        tmp_path / "noisy", n_problems=150, n_rollouts=8, rng=1, outcome_rng=10, p_infra_error=0.1
     )
     code, out, _ = _cli(capsys, "gate", noisy.path, "--baseline", b.path, "--n-resamples", 1000)
     assert code == 4 and "RUN FAILED" in out and "| infra_error_rate <= 0.02 |" in out
@@ -429,7 +409,7 @@ def test_default_gate_infra_error_limit_is_a_failed_run_not_a_regression(tmp_pat
 def test_plan_names_a_missing_or_unknown_task_with_exit_2(tmp_path, capsys):
     base = _two_task_run(tmp_path / "base", seed=1, outcome_seed=10)
     cand = write_synthetic_run(
-        tmp_path / "cand", task="a", n_problems=80, n_rollouts=4, seed=1, outcome_seed=11
+        tmp_path / "cand", task="a", n_problems=80, n_rollouts=4, rng=1, outcome_rng=11
     ).path
     code, _o, err = _cli(capsys, "plan", base, "--candidate", cand, "--task", "b")
     assert code == 2 and "task 'b' is not in the candidate" in err and "it has: a" in err
@@ -438,7 +418,7 @@ def test_plan_names_a_missing_or_unknown_task_with_exit_2(tmp_path, capsys):
 
 
 def test_grader_identity_on_one_side_only_is_a_note_or_refused(tmp_path, capsys):
-    b, c = _pair(tmp_path, n_problems=40, n_rollouts=4)
+    b, c = synthetic_pair(tmp_path, n_problems=40, n_rollouts=4)
     _edit_settings(c, grader_identity=None)
     code, out, _ = _cli(capsys, "compare", b, c, "--n-resamples", 500)
     assert code in (0, 3) and "grader identity unknown on the candidate" in out
@@ -447,9 +427,9 @@ def test_grader_identity_on_one_side_only_is_a_note_or_refused(tmp_path, capsys)
 
 
 def test_observe_exits_2_when_nothing_could_be_compared(tmp_path, capsys):
-    b = write_synthetic_run(tmp_path / "b", n_problems=20, n_rollouts=4, seed=1).path
+    b = write_synthetic_run(tmp_path / "b", n_problems=20, n_rollouts=4, rng=1).path
     c = write_synthetic_run(
-        tmp_path / "c", n_problems=20, n_rollouts=4, seed=1, p_infra_error=1.0
+        tmp_path / "c", n_problems=20, n_rollouts=4, rng=1, p_infra_error=1.0
     ).path
     code, _o, err = _cli(capsys, "compare", b, c, "--observe")
     assert code == 2 and "nothing could be compared" in err
@@ -464,7 +444,7 @@ def _holm_pair(tmp_path):
     cand = _two_task_run(tmp_path / "hc", seed=1, outcome_seed=10, n_a=30, n_b=400, n_rollouts=4)
     tf = RunDir.open(cand).task("b")
     fresh = write_synthetic_run(
-        tmp_path / "fresh", task="b", n_problems=400, n_rollouts=4, seed=101, outcome_seed=11
+        tmp_path / "fresh", task="b", n_problems=400, n_rollouts=4, rng=101, outcome_rng=11
     )
     shutil.copyfile(fresh.task("b").judgements, tf.judgements)
     tf = RunDir.open(cand).task("a")
@@ -533,7 +513,7 @@ def test_report_compare_and_gate_print_the_same_health_numbers(tmp_path, capsys)
         tmp_path / "r",
         n_problems=120,
         n_rollouts=6,
-        seed=4,
+        rng=4,
         p_infra_error=0.05,
         p_grader_error=0.03,
         p_unextracted=0.2,
@@ -541,7 +521,7 @@ def test_report_compare_and_gate_print_the_same_health_numbers(tmp_path, capsys)
     ).path
     _to_timeouts(run, 0.05, seed=2, only_wrong=False)
     other = write_synthetic_run(
-        tmp_path / "o", n_problems=120, n_rollouts=6, seed=4, outcome_seed=9, p_unextracted=0.05
+        tmp_path / "o", n_problems=120, n_rollouts=6, rng=4, outcome_rng=9, p_unextracted=0.05
     ).path
     assert main(["report", str(run), "--format", "json"]) == 0
     capsys.readouterr()
@@ -579,7 +559,7 @@ def test_compare_metric_accepts_exactly_what_reports_print(tmp_path, capsys):
     from rolleval import metrics, report
 
     assert report.DEFAULT_TAUS is metrics.DEFAULT_TAUS
-    run = write_synthetic_run(tmp_path / "r", n_problems=30, n_rollouts=4, seed=2).path
+    run = write_synthetic_run(tmp_path / "r", n_problems=30, n_rollouts=4, rng=2).path
     assert main(["report", str(run)]) == 0
     capsys.readouterr()
     names = json.loads((run / "report.json").read_text())["tasks"][TASK]["metrics"]
@@ -602,7 +582,7 @@ def test_a_timeout_is_a_failure_in_every_metric_family(tmp_path, capsys):
     from rolleval.table import STATUS_CODES, load_task_table
 
     run = write_synthetic_run(
-        tmp_path / "r", n_problems=40, n_rollouts=6, seed=3, p_infra_error=0.1
+        tmp_path / "r", n_problems=40, n_rollouts=6, rng=3, p_infra_error=0.1
     ).path
     assert _to_timeouts(run, 0.4, seed=1, only_wrong=False) > 20
     assert main(["report", str(run)]) == 0

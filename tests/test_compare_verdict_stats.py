@@ -8,30 +8,17 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 from scipy.stats import norm
 
+from conftest import run_cli
 from rolleval.synthetic import write_synthetic_run
 
 
-def _cli(*args):
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    return subprocess.run(
-        [sys.executable, "-m", "rolleval", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-
-
 def _json(*args):
-    proc = _cli(*args, "--format", "json")
+    proc = run_cli(*args, "--format", "json")
     return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else None, proc
 
 
@@ -43,7 +30,7 @@ def test_greedy_runs_that_agree_are_not_equivalent(tmp_path):
     rates = np.array([1.0, 0.0] * 5)
     b = write_synthetic_run(tmp_path / "b", n_problems=10, n_rollouts=1, true_rates=rates)
     c = write_synthetic_run(
-        tmp_path / "c", n_problems=10, n_rollouts=1, true_rates=rates, outcome_seed=7
+        tmp_path / "c", n_problems=10, n_rollouts=1, true_rates=rates, outcome_rng=7
     )
     code, data, proc = _json("compare", str(b.path), str(c.path))
     t = data["tasks"][0]
@@ -53,7 +40,7 @@ def test_greedy_runs_that_agree_are_not_equivalent(tmp_path):
     # an exact bound: 0 of 10 moved gives a Clopper-Pearson share of 1 - 0.025**(1/10)
     assert t["bound_low"] == pytest.approx(-(1 - 0.025 ** (1 / 10)), rel=1e-9)
     assert t["needed_problems"] == math.ceil(math.log(0.025) / math.log(1 - 0.02))  # 183
-    text = _cli("compare", str(b.path), str(c.path))
+    text = run_cli("compare", str(b.path), str(c.path))
     assert text.returncode == 3 and "INSUFFICIENT EVIDENCE" in text.stdout
 
 
@@ -61,7 +48,7 @@ def test_saturated_problems_with_four_rollouts_are_not_equivalent(tmp_path):
     rates = np.ones(40)
     b = write_synthetic_run(tmp_path / "b", n_problems=40, n_rollouts=4, true_rates=rates)
     c = write_synthetic_run(
-        tmp_path / "c", n_problems=40, n_rollouts=4, true_rates=rates, outcome_seed=3
+        tmp_path / "c", n_problems=40, n_rollouts=4, true_rates=rates, outcome_rng=3
     )
     code, data, _ = _json("compare", str(b.path), str(c.path))
     t = data["tasks"][0]
@@ -69,10 +56,10 @@ def test_saturated_problems_with_four_rollouts_are_not_equivalent(tmp_path):
     assert code == 3 and t["verdict"] == "insufficient_evidence"
     assert "exact bound" in t["reason"]
     # the gate says the same (a run against itself proves nothing)
-    gate = _cli("gate", str(c.path), "--baseline", str(b.path))
+    gate = run_cli("gate", str(c.path), "--baseline", str(b.path))
     assert gate.returncode == 3 and "gate: inconclusive" in gate.stdout
     # and the report calls the all-equal interval degenerate, never an ok [1, 1]
-    assert _cli("report", str(b.path)).returncode == 0
+    assert run_cli("report", str(b.path)).returncode == 0
     report = json.loads((b.path / "report.json").read_text())
     ci = report["tasks"]["synthetic_math"]["metrics"]["pass@1"]["ci"]
     assert ci["status"] == "degenerate" and ci["low"] == ci["high"] == 1.0
@@ -81,8 +68,8 @@ def test_saturated_problems_with_four_rollouts_are_not_equivalent(tmp_path):
 def test_equivalence_needs_the_mde_at_the_threshold(tmp_path):
     # 150 problems, 8 rollouts: the interval of two samplings of one model lies inside
     # +-0.045, but the MDE at power 0.8 (about 0.054) is above that threshold
-    b = write_synthetic_run(tmp_path / "b", n_problems=150, n_rollouts=8, seed=2, outcome_seed=1)
-    c = write_synthetic_run(tmp_path / "c", n_problems=150, n_rollouts=8, seed=2, outcome_seed=5)
+    b = write_synthetic_run(tmp_path / "b", n_problems=150, n_rollouts=8, rng=2, outcome_rng=1)
+    c = write_synthetic_run(tmp_path / "c", n_problems=150, n_rollouts=8, rng=2, outcome_rng=5)
     code, data, _ = _json("compare", str(b.path), str(c.path), "--threshold", "0.045")
     t = data["tasks"][0]
     assert t["ci_low"] > -0.045 and t["ci_high"] < 0.045 and t["mde"] > 0.045
@@ -94,7 +81,7 @@ def test_equivalence_needs_the_mde_at_the_threshold(tmp_path):
     )
     assert data["tasks"][0]["mde"] < 0.045
     assert data["tasks"][0]["verdict"] == "equivalent_within_threshold" and code == 0
-    text = _cli("compare", str(b.path), str(c.path), "--threshold", "0.045", "--power", "0.6")
+    text = run_cli("compare", str(b.path), str(c.path), "--threshold", "0.045", "--power", "0.6")
     assert "minimum detectable effect (60% power)" in text.stdout
 
 
@@ -104,8 +91,8 @@ def test_equivalence_needs_the_mde_at_the_threshold(tmp_path):
 def test_maj_at_n_with_16_against_4_rollouts_compares_at_k_4(tmp_path):
     # the same model, 16 rollouts against 4: maj@16 > maj@4 whenever the right answer
     # is the most frequent one, so comparing maj@n directly reports a false regression
-    b = write_synthetic_run(tmp_path / "b", n_problems=300, n_rollouts=4, seed=5)
-    c16 = write_synthetic_run(tmp_path / "c", n_problems=300, n_rollouts=16, seed=5, outcome_seed=9)
+    b = write_synthetic_run(tmp_path / "b", n_problems=300, n_rollouts=4, rng=5)
+    c16 = write_synthetic_run(tmp_path / "c", n_problems=300, n_rollouts=16, rng=5, outcome_rng=9)
     for metric in ("maj@n", "self_consistency"):
         code, data, _proc = _json("compare", str(c16.path), str(b.path), "--metric", metric)
         t = data["tasks"][0]
@@ -116,10 +103,10 @@ def test_maj_at_n_with_16_against_4_rollouts_compares_at_k_4(tmp_path):
 
 
 def test_maj_at_n_refuses_a_baseline_file_without_clusters(tmp_path):
-    b = write_synthetic_run(tmp_path / "b", n_problems=30, n_rollouts=4, seed=1)
-    c = write_synthetic_run(tmp_path / "c", n_problems=30, n_rollouts=4, seed=1, outcome_seed=2)
+    b = write_synthetic_run(tmp_path / "b", n_problems=30, n_rollouts=4, rng=1)
+    c = write_synthetic_run(tmp_path / "c", n_problems=30, n_rollouts=4, rng=1, outcome_rng=2)
     base_file = tmp_path / "base.json"
-    assert _cli("baseline", "save", str(b.path), "--out", str(base_file)).returncode == 0
+    assert run_cli("baseline", "save", str(b.path), "--out", str(base_file)).returncode == 0
     doc = json.loads(base_file.read_text())
     assert len(doc["tasks"]["synthetic_math"]["votes"]) == 30
     # the file gives the same maj@n comparison as the run directory
@@ -128,15 +115,15 @@ def test_maj_at_n_refuses_a_baseline_file_without_clusters(tmp_path):
     assert from_run["tasks"][0]["effect"] == from_file["tasks"][0]["effect"]
     del doc["tasks"]["synthetic_math"]["votes"]  # as written before the fix
     base_file.write_text(json.dumps(doc))
-    proc = _cli("compare", str(base_file), str(c.path), "--metric", "maj@n")
+    proc = run_cli("compare", str(base_file), str(c.path), "--metric", "maj@n")
     assert proc.returncode == 2 and "no answer clusters" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
 def test_lost_rollouts_lower_k_and_say_so(tmp_path):
-    b = write_synthetic_run(tmp_path / "b", n_problems=60, n_rollouts=8, seed=4)
+    b = write_synthetic_run(tmp_path / "b", n_problems=60, n_rollouts=8, rng=4)
     c = write_synthetic_run(
-        tmp_path / "c", n_problems=60, n_rollouts=8, seed=4, outcome_seed=1, p_infra_error=0.2
+        tmp_path / "c", n_problems=60, n_rollouts=8, rng=4, outcome_rng=1, p_infra_error=0.2
     )
     _, data, _ = _json("compare", str(b.path), str(c.path), "--metric", "maj@n")
     notes = " ".join(data["tasks"][0]["alignment"]["notes"])
@@ -147,7 +134,7 @@ def test_lost_rollouts_lower_k_and_say_so(tmp_path):
 
 
 def test_plan_sizes_for_the_regression_verdict(tmp_path):
-    b = write_synthetic_run(tmp_path / "b", n_problems=200, n_rollouts=8, seed=1)
+    b = write_synthetic_run(tmp_path / "b", n_problems=200, n_rollouts=8, rng=1)
     code, data, _ = _json(
         "plan", str(b.path), "--effect", "0.025", "--threshold", "0.02", "--power", "0.8"
     )
@@ -166,13 +153,13 @@ def test_plan_sizes_for_the_regression_verdict(tmp_path):
 
 
 def test_plan_says_plainly_when_the_drop_is_not_above_the_threshold(tmp_path):
-    b = write_synthetic_run(tmp_path / "b", n_problems=50, n_rollouts=4, seed=1)
+    b = write_synthetic_run(tmp_path / "b", n_problems=50, n_rollouts=4, rng=1)
     code, data, _ = _json("plan", str(b.path), "--effect", "0.02", "--threshold", "0.02")
     assert code == 0 and data["tasks"]["synthetic_math"]["required_problems"] is None
     assert "at most about half the time" in data["note"]
-    text = _cli("plan", str(b.path), "--effect", "0.02")
+    text = run_cli("plan", str(b.path), "--effect", "0.02")
     assert "NOTE" in text.stdout and "half the time" in text.stdout
-    bad = _cli("plan", str(b.path), "--task", "nope")
+    bad = run_cli("plan", str(b.path), "--task", "nope")
     assert bad.returncode == 2 and "not in the pilot" in bad.stderr
 
 
@@ -195,7 +182,7 @@ def _clustered_pair(tmp_path, *, clusters=8, n_problems=160, spread=0.15, seed=3
         n_rollouts=8,
         true_rates=q,
         clusters=clusters,
-        outcome_seed=4,
+        outcome_rng=4,
     )
     return b.path, c.path
 
@@ -215,6 +202,6 @@ def test_declared_clusters_are_resampled_by_compare_and_gate(tmp_path):
     assert (t["ci_high"] - t["ci_low"]) > 1.5 * (flat_res.ci_high - flat_res.ci_low)
     # the sign-flip p-value is the cluster-level one: 8 clusters, 2**8 = 256 exact vectors
     assert t["pvalue_exact"] and t["pvalue"] * 256 == pytest.approx(round(t["pvalue"] * 256))
-    gate = _cli("gate", str(c), "--baseline", str(b), "--output", str(tmp_path / "g.json"))
+    gate = run_cli("gate", str(c), "--baseline", str(b), "--output", str(tmp_path / "g.json"))
     g = json.loads((tmp_path / "g.json").read_text())
     assert g["comparisons"][0]["unit"] == "cluster", gate.stdout

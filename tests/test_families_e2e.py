@@ -4,30 +4,11 @@ then ``report``, ``show``, ``regrade`` and ``compare`` through the real CLI."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 
-from rolleval.tasks import _builtin, _olmo
+from conftest import builtin_rows, run_cli
 from rolleval.testing import OpenAIServer
-
-
-def _cli(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    return subprocess.run(
-        [sys.executable, "-m", "rolleval", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout,
-    )
-
-
-def _rows(task: str) -> list[dict]:
-    decl = _builtin._declarations()["tasks"][task]
-    return _builtin._LOADERS[decl["loader"]](_olmo.resolve_files(task, decl["data"]))
 
 
 def _content(request: dict) -> str:
@@ -43,13 +24,15 @@ def _config(path, srv, tasks, n=2, limit=3):
 
 
 def _report(run) -> dict:
-    res = _cli("report", str(run), "--format", "json", "--no-write")
+    res = run_cli("report", str(run), "--format", "json", "--no-write")
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout)["tasks"]
 
 
 def test_code_tasks_run_report_show_regrade_compare(tmp_path):
-    rows = [("humaneval", r) for r in _rows("humaneval")] + [("mbpp", r) for r in _rows("mbpp")]
+    rows = [("humaneval", r) for r in builtin_rows("humaneval")] + [
+        ("mbpp", r) for r in builtin_rows("mbpp")
+    ]
     # the first three problems of each task in canonical (sorted id) order
     first = {
         task: sorted(r["id"] for t, r in rows if t == task)[0] for task in ("humaneval", "mbpp")
@@ -73,10 +56,10 @@ def test_code_tasks_run_report_show_regrade_compare(tmp_path):
 
     with OpenAIServer(responder=responder(False)) as srv:
         cfg = _config(tmp_path / "run.yaml", srv, ["humaneval", "mbpp"])
-        res = _cli("run", "--config", cfg, "--out", str(tmp_path / "base"), "--no-progress")
+        res = run_cli("run", "--config", cfg, "--out", str(tmp_path / "base"), "--no-progress")
         assert res.returncode == 0, res.stderr
         srv.responder = responder(True)
-        res = _cli("run", "--config", cfg, "--out", str(tmp_path / "cand"), "--no-progress")
+        res = run_cli("run", "--config", cfg, "--out", str(tmp_path / "cand"), "--no-progress")
         assert res.returncode == 0, res.stderr
 
     base, cand = _report(tmp_path / "base"), _report(tmp_path / "cand")
@@ -93,7 +76,7 @@ def test_code_tasks_run_report_show_regrade_compare(tmp_path):
     assert base["mbpp"]["metrics"]["metrics.tests_passed"]["value"] == 3.0
     assert cand["mbpp"]["metrics"]["metrics.tests_passed"]["value"] < 3.0
 
-    res = _cli("show", str(tmp_path / "cand"), "--task", "mbpp", "--failures")
+    res = run_cli("show", str(tmp_path / "cand"), "--task", "mbpp", "--failures")
     assert res.returncode == 0, res.stderr
     assert "failure=crash" in res.stdout and "tests_run=" in res.stdout
 
@@ -102,17 +85,17 @@ def test_code_tasks_run_report_show_regrade_compare(tmp_path):
     assert {s["failure"] for s in summaries} == {None, "crash"}
     assert all(s["isolated"] for s in summaries)
 
-    res = _cli("regrade", str(tmp_path / "cand"))
+    res = run_cli("regrade", str(tmp_path / "cand"))
     assert res.returncode == 0, res.stderr
     assert "humaneval: 6 of 6 rollouts judged, 0 verdicts changed" in res.stdout
 
     out = tmp_path / "cmp.json"
-    res = _cli("compare", str(tmp_path / "base"), str(tmp_path / "cand"), "--output", str(out))
+    res = run_cli("compare", str(tmp_path / "base"), str(tmp_path / "cand"), "--output", str(out))
     assert res.returncode != 2, res.stderr
     result = json.loads(out.read_text())
     deltas = {t["task"]: t["effect"] for t in result["tasks"]}
     assert deltas == pytest.approx({"humaneval": -1 / 3, "mbpp": -1 / 3})
-    res = _cli(
+    res = run_cli(
         "compare",
         str(tmp_path / "base"),
         str(tmp_path / "cand"),
@@ -130,7 +113,7 @@ def test_code_tasks_run_report_show_regrade_compare(tmp_path):
 
 
 def test_multi_metric_task_run_report_compare(tmp_path):
-    rows = _rows("drop")
+    rows = builtin_rows("drop")
 
     def responder(partial: bool):
         def answer(request: dict) -> str:
@@ -145,10 +128,10 @@ def test_multi_metric_task_run_report_compare(tmp_path):
 
     with OpenAIServer(responder=responder(False)) as srv:
         cfg = _config(tmp_path / "run.yaml", srv, ["drop"], n=2, limit=4)
-        res = _cli("run", "--config", cfg, "--out", str(tmp_path / "base"), "--no-progress")
+        res = run_cli("run", "--config", cfg, "--out", str(tmp_path / "base"), "--no-progress")
         assert res.returncode == 0, res.stderr
         srv.responder = responder(True)
-        res = _cli("run", "--config", cfg, "--out", str(tmp_path / "cand"), "--no-progress")
+        res = run_cli("run", "--config", cfg, "--out", str(tmp_path / "cand"), "--no-progress")
         assert res.returncode == 0, res.stderr
 
     base, cand = _report(tmp_path / "base")["drop"], _report(tmp_path / "cand")["drop"]
@@ -160,11 +143,11 @@ def test_multi_metric_task_run_report_compare(tmp_path):
     assert cand["metrics"]["metrics.em"]["value"] == 0.0  # "<gold> or so" never matches exactly
     assert 0.0 < cand["metrics"]["metrics.f1"]["value"] < 1.0
 
-    text = _cli("report", str(tmp_path / "cand"), "--no-write")
+    text = run_cli("report", str(tmp_path / "cand"), "--no-write")
     assert "metrics.em" in text.stdout and "metrics.f1" in text.stdout
 
     for metric, threshold in (("pass@1", []), ("metrics.em", ["--threshold", "0.05"])):
-        res = _cli(
+        res = run_cli(
             "compare",
             str(tmp_path / "base"),
             str(tmp_path / "cand"),
@@ -178,14 +161,14 @@ def test_multi_metric_task_run_report_compare(tmp_path):
         task = json.loads(res.stdout)["tasks"][0]
         assert task["metric"] == metric and task["effect"] < 0
 
-    res = _cli("show", str(tmp_path / "cand"), "--limit", "1")
+    res = run_cli("show", str(tmp_path / "cand"), "--limit", "1")
     assert res.returncode == 0 and "em=0" in res.stdout and "f1=" in res.stdout
 
     policy = tmp_path / "policy.yaml"
     policy.write_text(
         "metrics:\n  metrics.em: {threshold: 0.05}\n  metrics.f1: {threshold: 0.05}\n"
     )
-    res = _cli(
+    res = run_cli(
         "gate",
         str(tmp_path / "cand"),
         "--baseline",

@@ -9,20 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from conftest import builtin_rows
 from rolleval.errors import UsageError
 from rolleval.grading import CodeGrader, _code, _sandbox, extract_code, make_grader
 from rolleval.grading._sandbox import ExecLimits, isolation_problem, run_tests
-from rolleval.tasks import _builtin, _olmo
 
 
 def test_isolation_works_here():
     """The suite's machines must support the sandbox (else every code test below fails too)."""
     assert isolation_problem() is None
-
-
-def _rows(task: str) -> list[dict]:
-    decl = _builtin._declarations()["tasks"][task]
-    return _builtin._LOADERS[decl["loader"]](_olmo.resolve_files(task, decl["data"]))
 
 
 def _raw(verdict) -> dict:
@@ -41,7 +36,7 @@ def test_extract_code():
 
 @pytest.mark.parametrize("task", ["humaneval", "mbpp"])
 def test_every_canonical_solution_passes(task):
-    rows = _rows(task)
+    rows = builtin_rows(task)
     limits = CodeGrader().limits  # the defaults the built-in tasks use
     jobs = [(r["canonical_solution"], r["answer"]) for r in rows]
     outcomes = run_tests(jobs, limits, parallel=2)
@@ -66,7 +61,7 @@ def _entry_point(row: dict) -> str:
 @pytest.mark.parametrize("task", ["humaneval", "mbpp"])
 def test_broken_solutions_fail(task):
     """The canonical solution, then the entry point redefined to return a constant."""
-    rows = _rows(task)[::4]
+    rows = builtin_rows(task)[::4]
     jobs = []
     for r in rows:
         broken = f"{r['canonical_solution']}\n\ndef {_entry_point(r)}(*args, **kwargs):\n    return 12345\n"
@@ -169,6 +164,34 @@ def test_sandbox_failure_is_a_grader_error(monkeypatch):
     v = verdicts[0]
     assert v.correct is None and v.grader_error.startswith("sandbox:")
     assert v.extracted == "x = 1"
+
+
+def test_a_child_that_cannot_start_is_a_sandbox_outcome(monkeypatch):
+    """An OSError starting the child (no memory, no process slots) gives the ``sandbox``
+    failure with its message in ``message``, no test counts, the isolation asked for, and
+    the other jobs still run (the fields were shifted by one before mypy caught it)."""
+    real = _sandbox._Running
+    calls = []
+
+    def flaky(solution, tests, limits, isolate):
+        calls.append(solution)
+        if len(calls) == 1:
+            raise OSError(11, "Resource temporarily unavailable")
+        return real(solution, tests, limits, isolate)
+
+    monkeypatch.setattr(_sandbox, "_Running", flaky)
+    jobs = [("x = 1", ["assert x == 1"]), ("y = 2", ["assert y == 2"])]
+    first, second = run_tests(jobs, CodeGrader().limits, isolate=True, parallel=1)
+    assert first == _sandbox.ExecOutcome(
+        "sandbox",
+        None,
+        None,
+        "could not start: [Errno 11] Resource temporarily unavailable",
+        True,
+        0.0,
+    )
+    assert first.summary()["failure"] == "sandbox"
+    assert second.passed and second.tests_run == 1 and second.tests_passed == 1
 
 
 def test_refuses_without_isolation_unless_unsafe_exec(monkeypatch, tmp_path):

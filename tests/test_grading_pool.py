@@ -8,7 +8,9 @@ on wall-clock durations.
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import os
+import signal
 import threading
 import time
 
@@ -208,7 +210,18 @@ def test_in_process_pool_off_the_main_thread_reports_usage_error():
 
 
 def test_abandoned_iterator_stops_its_workers():
+    """Closing the iterator mid-batch kills the worker that is busy grading (it would sleep
+    for 60 s): the process is gone afterwards and died of SIGKILL, not of finishing."""
+    before = set(multiprocessing.active_children())
     items = [("Paris", ROLLOUTS), ("sleep", ROLLOUTS), ("sleep", ROLLOUTS), ("Paris", ROLLOUTS)]
     results = grade_problems(ScriptedGrader(), items, workers=1, timeout=30.0)
     _assert_paris(next(results))
+    workers = set(multiprocessing.active_children()) - before
+    assert len(workers) == 1  # workers=1, started by the first next()
+    (worker,) = workers
+    assert worker.is_alive()
     results.close()  # kills the sleeping worker instead of waiting for it
+    worker.join(timeout=30)  # a bound for a slow machine, not a timing claim
+    assert not worker.is_alive()
+    assert worker.exitcode == -signal.SIGKILL
+    assert set(multiprocessing.active_children()) - before == set()

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import importlib
+import inspect
+import pickle
 
 import pytest
 
 import rolleval
+from rolleval._public import PUBLIC_MODULES
 
 PUBLIC_PACKAGES = [
     "rolleval.metrics",
@@ -18,6 +21,7 @@ PUBLIC_PACKAGES = [
     "rolleval.records",
     "rolleval.writer",
     "rolleval.errors",
+    "rolleval.testing",
 ]
 
 
@@ -36,6 +40,93 @@ def test_public_packages_export_what_they_list(module):
         assert hasattr(mod, name), f"{module}.{name}"
 
 
+def test_the_published_modules_are_the_public_packages():
+    assert {"rolleval", *PUBLIC_PACKAGES} == PUBLIC_MODULES
+
+
+@pytest.mark.parametrize("module", ["rolleval", *PUBLIC_PACKAGES])
+def test_public_names_say_the_public_module_they_come_from(module):
+    """Every class and function a public module lists names a public module as its
+    ``__module__`` (never a private file like ``rolleval.compare._runs``), and is found there
+    under its qualified name, so reprs, tracebacks and pickles point where users import."""
+    mod = importlib.import_module(module)
+    checked = 0
+    for name in mod.__all__:
+        obj = getattr(mod, name)
+        if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+            continue
+        checked += 1
+        home = obj.__module__
+        assert home in PUBLIC_MODULES, f"{module}.{name}.__module__ == {home!r}"
+        assert getattr(importlib.import_module(home), obj.__qualname__) is obj, (
+            f"{module}.{name}: not found as {home}.{obj.__qualname__}"
+        )
+    assert checked > 0, module
+
+
+def test_a_private_home_is_rewritten_to_the_package_that_lists_the_name():
+    from rolleval import compare, records
+
+    assert compare.compare_runs.__module__ == "rolleval.compare"
+    assert rolleval.report_run.__module__ == "rolleval"  # defined in rolleval.api
+    assert rolleval.RunConfig.__module__ == "rolleval"  # defined in rolleval.config
+    assert rolleval.DataError.__module__ == "rolleval.errors"  # a public module already
+    assert records.RolloutRecord.__module__ == "rolleval.records"
+    assert repr(compare.Comparison) == "<class 'rolleval.compare.Comparison'>"
+
+
+def test_published_classes_pickle_by_their_public_path():
+    from rolleval.records import Usage
+
+    usage = Usage(prompt_tokens=3, completion_tokens=5)
+    data = pickle.dumps(usage)
+    assert b"rolleval.records" in data and b"rolleval.records._" not in data
+    assert pickle.loads(data) == usage
+
+
+def test_the_run_level_api_is_at_the_top_level():
+    from rolleval import compare
+
+    for name in ("compare_runs", "gate_run", "plan_runs", "save_baseline"):
+        assert name in rolleval.__all__
+        assert getattr(rolleval, name) is getattr(compare, name)
+
+
+def test_a_rollouts_judgement_and_a_comparisons_verdict_have_different_names():
+    """``grading.Verdict`` is what a grader made of one rollout; the outcome words of a
+    comparison and of a gate are ``ComparisonVerdict`` and ``GateVerdict``."""
+    from typing import get_args
+
+    from rolleval import compare, grading
+
+    public = {name for m in PUBLIC_PACKAGES for name in importlib.import_module(m).__all__}
+    assert "Verdict" in grading.__all__ and not hasattr(compare, "Verdict")
+    assert {"ComparisonVerdict", "GateVerdict"} <= set(compare.__all__)
+    assert sorted(n for n in public if n.endswith("Verdict")) == [
+        "ComparisonVerdict",
+        "GateVerdict",
+        "Verdict",
+    ]
+    assert set(compare.COMPARISON_VERDICTS) == set(get_args(compare.ComparisonVerdict))
+
+
+def test_randomness_is_the_rng_keyword_in_every_public_function():
+    """One keyword for randomness (``rng``, as in scipy); ``seed`` is only a recorded value."""
+    # values, not randomness: permutation hashes the task's recorded ``seed`` field with the
+    # problem id; complete_sync sends the OpenAI request's ``seed`` field to the server
+    value_not_randomness = {"rolleval.tasks.permutation", "rolleval.client.complete_sync"}
+    found = []
+    for module in ["rolleval", *PUBLIC_PACKAGES, "rolleval.synthetic"]:
+        mod = importlib.import_module(module)
+        for name in getattr(mod, "__all__", dir(mod)):
+            obj = getattr(mod, name)
+            if inspect.isfunction(obj) and f"{module}.{name}" not in value_not_randomness:
+                params = inspect.signature(obj).parameters
+                assert "seed" not in params and "outcome_seed" not in params, f"{module}.{name}"
+                found += [name] if "rng" in params else []
+    assert {"report_run", "compare_runs", "gate_run", "write_synthetic_run"} <= set(found)
+
+
 def test_every_cli_command_has_a_python_api():
     from rolleval.cli import _load_commands, cli
 
@@ -45,10 +136,10 @@ def test_every_cli_command_has_a_python_api():
         "report": rolleval.report_run,
         "regrade": rolleval.regrade_run,
         "show": rolleval.show_records,
-        "compare": importlib.import_module("rolleval.compare").compare_runs,
-        "gate": importlib.import_module("rolleval.compare").gate_run,
-        "baseline": importlib.import_module("rolleval.compare").save_baseline,
-        "plan": importlib.import_module("rolleval.compare").plan_runs,
+        "compare": rolleval.compare_runs,
+        "gate": rolleval.gate_run,
+        "baseline": rolleval.save_baseline,
+        "plan": rolleval.plan_runs,
         "tasks": importlib.import_module("rolleval.tasks").list_tasks,
         "example": importlib.import_module("rolleval.synthetic").write_synthetic_run,
     }

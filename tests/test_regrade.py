@@ -23,7 +23,7 @@ def test_regrade_recovers_verdicts_and_reproduces_report_byte_for_byte(tmp_path)
         tmp_path / "r",
         n_problems=25,
         n_rollouts=4,
-        seed=8,
+        rng=8,
         p_infra_error=0.05,
         p_unextracted=0.1,
         clusters=3,
@@ -50,15 +50,15 @@ def test_regrade_recovers_verdicts_and_reproduces_report_byte_for_byte(tmp_path)
 
 
 def test_regrade_in_a_process_pool_matches_in_process(tmp_path):
-    a = write_synthetic_run(tmp_path / "a", n_problems=12, n_rollouts=3, seed=4, p_unextracted=0.2)
-    b = write_synthetic_run(tmp_path / "b", n_problems=12, n_rollouts=3, seed=4, p_unextracted=0.2)
+    a = write_synthetic_run(tmp_path / "a", n_problems=12, n_rollouts=3, rng=4, p_unextracted=0.2)
+    b = write_synthetic_run(tmp_path / "b", n_problems=12, n_rollouts=3, rng=4, p_unextracted=0.2)
     regrade_run(a.path, workers=0)
     regrade_run(b.path, workers=2)
     assert _judgements(a) == _judgements(b)
 
 
 def test_regrade_changes_verdicts_when_the_grader_changes(tmp_path):
-    run = write_synthetic_run(tmp_path / "r", n_problems=10, n_rollouts=2, seed=1)
+    run = write_synthetic_run(tmp_path / "r", n_problems=10, n_rollouts=2, rng=1)
     tf = run.task("synthetic_math")
     settings = orjson.loads(tf.task_json.read_bytes())
     # a grader that only reads GSM8K "#### N" lines finds nothing in "\boxed{...}" answers

@@ -68,7 +68,7 @@ def _mean(xs):
 @pytest.fixture
 def faulty_run(tmp_path):
     return write_synthetic_run(
-        tmp_path / "run", n_problems=60, n_rollouts=8, seed=3, clusters=4, **FAULTS
+        tmp_path / "run", n_problems=60, n_rollouts=8, rng=3, clusters=4, **FAULTS
     )
 
 
@@ -156,7 +156,7 @@ def test_k_beyond_n_is_unavailable_never_zero(tmp_path):
 
 def test_report_is_independent_of_record_order_and_byte_stable(tmp_path):
     run = write_synthetic_run(
-        tmp_path / "r", n_problems=40, n_rollouts=4, seed=5, p_infra_error=0.05, p_unextracted=0.1
+        tmp_path / "r", n_problems=40, n_rollouts=4, rng=5, p_infra_error=0.05, p_unextracted=0.1
     )
     first = report_run(run.path)
     a = run.report_path.read_bytes()
@@ -189,9 +189,37 @@ def test_single_problem_interval_is_degenerate(tmp_path):
 
 
 def test_clustered_se_reported_when_clusters_declared(tmp_path):
+    """The report's clustered SE of pass@1 is the CR1 formula computed here from the run's
+    files alone, in exact rationals: per-problem pass@1 = correct / judged rollouts, clusters
+    from prompts.jsonl, SE**2 = C / (C - 1) * sum_c (sum_{i in c} (s_i - mean))**2 / T**2."""
     run = write_synthetic_run(tmp_path / "r", n_problems=30, n_rollouts=4, clusters=3)
+    task_dir = run.path / "tasks" / "synthetic_math"
+    clusters = {
+        p["problem_id"]: p["cluster"]
+        for p in map(orjson.loads, (task_dir / "prompts.jsonl").read_bytes().splitlines())
+    }
+    judged: Counter[str] = Counter()
+    correct: Counter[str] = Counter()
+    for j in map(orjson.loads, (task_dir / "judgements.jsonl").read_bytes().splitlines()):
+        if j["status"] == "ok" and j.get("correct") is not None:
+            judged[j["problem_id"]] += 1
+            correct[j["problem_id"]] += bool(j["correct"])
+    scores = {pid: Fraction(correct[pid], judged[pid]) for pid in clusters if judged[pid]}
+    T = len(scores)
+    mean = sum(scores.values()) / T
+    sums: dict[str, Fraction] = {}
+    for pid, s in scores.items():
+        sums[clusters[pid]] = sums.get(clusters[pid], Fraction(0)) + (s - mean)
+    C = len(sums)
+    assert T == 30 and C == 3
+    var = Fraction(C, C - 1) * sum(v * v for v in sums.values()) / T**2
+    clt_var = sum((s - mean) ** 2 for s in scores.values()) / (T * (T - 1))
+
     se = report_run(run.path).report["tasks"]["synthetic_math"]["metrics"]["pass@1"]["se"]
-    assert se["clustered"] is not None and se["clt"] is not None
+    assert se["cluster_method"] == "CR1 sandwich over declared clusters"
+    assert se["clustered"] == pytest.approx(float(var) ** 0.5, rel=1e-12)
+    assert se["clt"] == pytest.approx(float(clt_var) ** 0.5, rel=1e-12)
+    assert se["clustered"] != pytest.approx(se["clt"], rel=1e-3)  # the clusters matter here
 
 
 def _prompts(*pids):
@@ -265,7 +293,7 @@ def test_consecutive_window_matches_scalar_estimator(tmp_path):
     from rolleval.report import per_problem_values
 
     run = write_synthetic_run(
-        tmp_path / "r", n_problems=40, n_rollouts=8, seed=9, p_infra_error=0.15, p_grader_error=0.05
+        tmp_path / "r", n_problems=40, n_rollouts=8, rng=9, p_infra_error=0.15, p_grader_error=0.05
     )
     table = load_task_table(run.task("synthetic_math"))
     vals = per_problem_values(table, ks=[2, 3, 4, 8])
@@ -285,9 +313,7 @@ def test_consecutive_window_matches_scalar_estimator(tmp_path):
 
 
 def test_requested_policy_self_consistency_divides_by_requested(tmp_path):
-    run = write_synthetic_run(
-        tmp_path / "r", n_problems=30, n_rollouts=4, seed=2, p_infra_error=0.3
-    )
+    run = write_synthetic_run(tmp_path / "r", n_problems=30, n_rollouts=4, rng=2, p_infra_error=0.3)
     from rolleval.metrics import majority_vote
     from rolleval.report import per_problem_values
 

@@ -197,8 +197,8 @@ def main() -> None:  # pragma: no cover - the server process
     add_args_from_model(parser, Settings)
     args = parser.parse_args()
     try:
-        server_settings = parse_model_from_args(ServerSettings, args)
-        model_settings = [parse_model_from_args(ModelSettings, args)]
+        server_settings: Any = parse_model_from_args(ServerSettings, args)
+        model_settings: Any = [parse_model_from_args(ModelSettings, args)]
     except Exception as exc:
         print(exc, file=sys.stderr)
         sys.exit(1)

@@ -42,17 +42,20 @@ def report_run(
     *,
     confidence_level: float = 0.95,
     n_resamples: int = 10_000,
-    seed: int = 0,
+    rng: int = 0,
     write: bool = True,
 ) -> ReportResult:
     """Recompute a run's report from its stored judgements (zero model calls).
+
+    ``rng`` is the bootstrap's seed (an int: it is recorded in the report as ``seed``; the
+    CLI's ``--seed``).
 
     Writes ``report.json`` (run level) and each task's ``report.json`` atomically unless
     ``write`` is false, holding the run's write lock while it reads and writes. The same run directory and settings always give the same bytes.
     """
     rd = run if isinstance(run, RunDir) else RunDir.open(run)
     inference = InferenceSettings(
-        n_resamples=n_resamples, confidence_level=confidence_level, seed=seed
+        n_resamples=n_resamples, confidence_level=confidence_level, rng=rng
     )
     if not write:
         report, warns = build_run_report(rd, inference=inference)

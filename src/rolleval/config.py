@@ -16,7 +16,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from .errors import DataError, UsageError
 
@@ -27,6 +35,7 @@ __all__ = [
     "config_diff",
     "config_from_flags",
     "load_config_file",
+    "load_yaml",
 ]
 
 
@@ -52,8 +61,8 @@ class RunConfig(BaseModel):
     """Model name sent to the endpoint, or ``local`` for the embedded llama.cpp model."""
     tasks: list[str | dict[str, Any]] = Field(min_length=1)
     """Built-in task names, or user-file task configs (see ``docs/tasks.md``)."""
-    n: int = Field(default=8, ge=1)
-    """Rollouts per problem."""
+    n: int = Field(default=8, ge=1, le=100_000)
+    """Rollouts per problem (at most 100,000)."""
     seed: int = 0
     """Run seed; each rollout's sampling seed derives from (seed, problem id, rollout index)."""
     limit: int | None = Field(default=None, ge=1)
@@ -79,11 +88,26 @@ class RunConfig(BaseModel):
     """Ask for a problem's rollouts in one request with ``n`` (only for servers that honour
     it; the choices returned are counted, missing ones are infra errors)."""
 
+    _source: str = PrivateAttr(default="config")
+    """Where the settings came from (the config file, or ``flags``), for error messages."""
+
+    @property
+    def source(self) -> str:
+        return self._source
+
     @field_validator("ks")
     @classmethod
-    def _ks_positive(cls, v: list[int] | None) -> list[int] | None:
+    def _ks_positive(cls, v: list[int] | None, info: ValidationInfo) -> list[int] | None:
         if v is not None and any(k < 1 for k in v):
             raise ValueError("every k must be >= 1")
+        n = info.data.get("n")
+        too_big = sorted(k for k in v or () if isinstance(n, int) and k > n)
+        if too_big:
+            # pass@k and maj@k need k <= n: refuse now, not after every request is spent
+            raise ValueError(
+                f"k={too_big[0]} is greater than n={n} rollouts per problem; "
+                f"give k values up to {n} or raise n"
+            )
         return None if v is None else sorted(set(v))
 
     def measurement(self) -> dict[str, Any]:
@@ -120,6 +144,40 @@ _THROUGHPUT = (
 )
 
 
+class _StrictLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key given twice in one mapping (plain YAML loading
+    keeps the last one silently, so one of two settings would be ignored)."""
+
+
+def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> Any:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=deep)
+        try:
+            duplicate = key in seen
+            seen.add(key)
+        except TypeError:  # an unhashable key: construct_mapping reports it
+            continue
+        if duplicate:
+            raise yaml.constructor.ConstructorError(
+                "while reading a mapping",
+                node.start_mark,
+                f"key {key!r} is given twice; keep one",
+                key_node.start_mark,
+            )
+    return loader.construct_mapping(node, deep=deep)
+
+
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def load_yaml(text: str) -> Any:
+    """Parse YAML safely, refusing duplicate keys (``yaml.YAMLError`` on any problem)."""
+    return yaml.load(text, Loader=_StrictLoader)
+
+
 def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a YAML (or JSON) run config into a dict; errors name the file."""
     p = Path(path)
@@ -127,8 +185,12 @@ def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise UsageError(f"{p}: config file not found") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"not UTF-8 text (byte {exc.start + 1}); save the config as UTF-8", path=p
+        ) from None
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise DataError(
@@ -156,7 +218,7 @@ def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
 def build_config(data: dict[str, Any], *, source: str = "config") -> RunConfig:
     """Validate a settings dict into a :class:`RunConfig`; the error names the first bad key."""
     try:
-        return RunConfig.model_validate(data)
+        config = RunConfig.model_validate(data)
     except ValidationError as exc:
         err = exc.errors()[0]
         loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
@@ -171,6 +233,8 @@ def build_config(data: dict[str, Any], *, source: str = "config") -> RunConfig:
             )
             msg = f"unknown setting (allowed: {allowed})"
         raise UsageError(f"{source}: {loc}: {msg}") from None
+    config._source = source
+    return config
 
 
 def config_diff(old: dict[str, Any], new: dict[str, Any], prefix: str = "") -> list[str]:
@@ -241,10 +305,13 @@ def config_from_flags(config_path: str | None, flags: dict[str, Any]) -> RunConf
             **(data.get("server_options") or {}),
             **_parse_kv(flags["server_options"], "--server-option"),
         }
+    where = f"{config_path}: " if config_path else ""
     if "model" not in data:
-        raise UsageError("no model: pass --model NAME (or --model local), or set model in --config")
+        raise UsageError(
+            f"{where}no model: pass --model NAME (or --model local), or set model in --config"
+        )
     if not data.get("tasks"):
         raise UsageError(
-            "no task: pass --task NAME (repeatable; `rolleval tasks` lists them), or set tasks in --config"
+            f"{where}no task: pass --task NAME (repeatable; `rolleval tasks` lists them), or set tasks in --config"
         )
     return build_config(data, source=config_path or "flags")

@@ -8,6 +8,7 @@ paths, canonical order), so ``rolleval report`` reproduces a stored report exact
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from . import metrics as M
 from ._version import __version__
-from .errors import UsageError
+from .errors import DataError, UsageError
 from .stats import grouped_bootstrap_columns
 from .store import RunDir, TaskFiles, atomic_write_json, collect_warnings
 from .table import STATUS_CODES, TaskTable, load_task_table
@@ -80,7 +81,17 @@ class InferenceSettings:
 
     n_resamples: int = 10_000
     confidence_level: float = 0.95
-    seed: int = 0
+    rng: int = 0
+    """Seed of the bootstrap: an int, so that it is recorded (as ``seed``) and the same
+    settings give the same bytes."""
+
+    @classmethod
+    def from_record(cls, data: Mapping[str, Any] | None) -> InferenceSettings:
+        """From a task.json ``inference`` entry, where the seed is spelled ``seed``."""
+        values = dict(data or {})
+        if "seed" in values:
+            values["rng"] = values.pop("seed")
+        return cls(**values)
 
     def __post_init__(self) -> None:
         if not (0 < self.confidence_level < 1):
@@ -281,7 +292,7 @@ def _intervals(
     Metrics that are functions of a problem's (n, c) and share the same eligible problems
     (pass@k, pass^k, G-Pass@k_tau, mG-Pass@k at one k) share one set of resamples; every other
     metric gets its own. Each set is drawn from a fresh generator seeded with
-    ``inference.seed``, so a metric's interval does not depend on which others are reported.
+    ``inference.rng``, so a metric's interval does not depend on which others are reported.
     """
     groups: dict[tuple[bytes, str], list[str]] = {}
     for name, vals in columns.items():
@@ -295,7 +306,7 @@ def _intervals(
             matrix,
             n_resamples=inference.n_resamples,
             confidence_level=inference.confidence_level,
-            rng=inference.seed,
+            rng=inference.rng,
         )
         for name, res in zip(names, results):
             entry = {
@@ -305,7 +316,7 @@ def _intervals(
                 "high": res.high,
                 "confidence_level": inference.confidence_level,
                 "n_resamples": inference.n_resamples,
-                "seed": inference.seed,
+                "seed": inference.rng,
                 "status": res.status,
             }
             if res.reason:
@@ -323,7 +334,7 @@ def task_report(
     """The report of one task, as a JSON-ready dict (see ``docs/run-format.md``)."""
     from . import stats
 
-    inference = inference or InferenceSettings(**settings.get("inference", {}))
+    inference = inference or InferenceSettings.from_record(settings.get("inference"))
     policy = settings.get("denominator_policy", "judged")
     score_key = settings.get("score_key", "correct")
     T = table.n_problems
@@ -439,7 +450,7 @@ def task_report(
             "unit": "problem",
             "n_resamples": inference.n_resamples,
             "confidence_level": inference.confidence_level,
-            "seed": inference.seed,
+            "seed": inference.rng,
         },
     }
 
@@ -462,11 +473,41 @@ def build_run_report(
     return report, [str(w.message) for w in caught]
 
 
+def _check_settings(settings: dict[str, Any], task: TaskFiles) -> None:
+    """The task.json settings a report reads have the types and ranges they must have."""
+
+    def fail(message: str) -> None:
+        raise DataError(f"{message}; restore the file (or regrade the run)", path=task.task_json)
+
+    n = settings.get("n_rollouts")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        fail(f"n_rollouts must be an integer >= 1, got {n!r:.40}")
+    ks = settings.get("ks")
+    top = n if isinstance(n, int) else None
+    if ks is not None and (
+        not isinstance(ks, list)
+        or not all(
+            isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= (top or k) for k in ks
+        )
+    ):
+        fail(f"ks must be a list of integers from 1 to n_rollouts ({top}), got {ks!r:.60}")
+    for key in ("denominator_policy", "score_key", "name"):
+        if key in settings and not isinstance(settings[key], str):
+            fail(f"{key} must be a string, got {settings[key]!r:.40}")
+    for key in ("inference", "problem_hashes", "grader", "sampling"):
+        if settings.get(key) is not None and not isinstance(settings[key], dict):
+            fail(f"{key} must be a JSON object, got {type(settings[key]).__name__}")
+
+
 def _one_task(task: TaskFiles, inference: InferenceSettings | None) -> dict[str, Any]:
     settings = task.read_task()
+    _check_settings(settings, task)
     settings.setdefault("name", task.name)
     table = load_task_table(task, settings=settings)
-    return task_report(table, settings, inference=inference)
+    try:
+        return task_report(table, settings, inference=inference)
+    except UsageError as exc:  # a setting stored in task.json is wrong
+        raise DataError(f"{exc}; restore the file", path=task.task_json) from None
 
 
 def write_run_report(run: RunDir, report: dict[str, Any]) -> None:

@@ -112,11 +112,30 @@ def read_json(path: str | os.PathLike[str], *, what: str = "file") -> Any:
     except IsADirectoryError:
         raise DataError(f"{what} expected, found a directory", path=path) from None
     try:
-        return orjson.loads(data)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise DataError(
             f"{what} is not valid JSON ({exc}); restore it or regenerate it", path=path
         ) from None
+    _refuse_duplicate_keys(data, path, what)
+    return value
+
+
+def _refuse_duplicate_keys(data: bytes, path: Path, what: str) -> None:
+    """A JSON object naming a key twice is ambiguous (parsers keep one silently): refuse it
+    (``data`` is known to be valid JSON)."""
+    import json
+
+    def pairs(items: list[tuple[str, Any]]) -> None:
+        seen: set[str] = set()
+        for key, _ in items:
+            if key in seen:
+                raise DataError(
+                    f"{what} names key {key!r} twice in one object; keep one", path=path
+                )
+            seen.add(key)
+
+    json.loads(data, object_pairs_hook=pairs)
 
 
 @dataclass
@@ -286,6 +305,7 @@ def read_jsonl_columns(
         rows = []
         for i, ln in enumerate(body.split(b"\n")):
             if ln.strip():
+                _check_utf8(ln, path, i, fix)
                 rows.append(_decode_line(one, ln, path, i + 1, fix))
                 lines.append(i + 1)
         for col, get in getters:
@@ -299,6 +319,7 @@ def read_jsonl_columns(
         if end < pos:
             end = body.find(b"\n", pos)
         chunk = body[pos:end]
+        _check_utf8(chunk, path, n, fix)
         pos = end + 1
         try:
             rows = many.decode(b"[" + chunk.replace(b"\n", b",") + b"]")
@@ -310,6 +331,22 @@ def read_jsonl_columns(
             col.extend(map(get, rows))
         n += len(rows)
     return JsonlColumns(cols, n, None, torn_line, torn_bytes, validated=True)
+
+
+def _check_utf8(chunk: bytes, path: Path, lines_before: int, fix: str) -> None:
+    """Refuse bytes that are not UTF-8 (msgspec does not check the strings it skips), naming
+    the line; ASCII, the common case, is checked in one fast pass."""
+    if chunk.isascii():
+        return
+    try:
+        chunk.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        number = lines_before + chunk.count(b"\n", 0, exc.start) + 1
+        raise DataError(
+            f"line is not valid UTF-8 (byte {exc.object[exc.start]:#04x}){'; ' + fix if fix else ''}",
+            path=path,
+            line=number,
+        ) from None
 
 
 def _decode_line(
@@ -634,13 +671,13 @@ class RunDir:
         path = Path(path)
         if not path.is_dir():
             raise DataError(
-                "not a run directory (no such directory); pass the --out of a rolleval run",
+                "not a run directory (no such directory); pass the directory `rolleval run --out` (or `rolleval import`) wrote",
                 path=path,
             )
         mpath = path / "manifest.json"
         if not mpath.exists():
             raise DataError(
-                "not a run directory (manifest.json missing); pass the --out of a rolleval run",
+                "not a run directory (manifest.json missing); pass the directory `rolleval run --out` (or `rolleval import`) wrote",
                 path=path,
             )
         data = read_json(mpath, what="run manifest")

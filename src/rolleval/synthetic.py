@@ -41,7 +41,7 @@ def write_synthetic_run(
     n_problems: int = 50,
     n_rollouts: int = 8,
     task: str = "synthetic_math",
-    seed: int = 0,
+    rng: int = 0,
     beta: tuple[float, float] = (2.0, 2.0),
     shift: float = 0.0,
     p_infra_error: float = 0.0,
@@ -53,27 +53,30 @@ def write_synthetic_run(
     clusters: int | None = None,
     judgements: bool = True,
     true_rates: np.ndarray | None = None,
-    outcome_seed: int | None = None,
+    outcome_rng: int | None = None,
 ) -> RunDir:
     """Write a synthetic run directory at ``path`` and return it.
 
-    ``shift`` is added to every true rate (clipped to [0, 1]): two runs with the same ``seed``
+    ``rng`` (and ``outcome_rng``) are int seeds: they are recorded in the run (its id, the
+    manifest's seed, each rollout's seed), and ``rolleval example --seed`` sets ``rng``.
+
+    ``shift`` is added to every true rate (clipped to [0, 1]): two runs with the same ``rng``
     for the rates but different ``shift`` model a baseline and a regressed candidate.
     ``true_rates`` overrides the Beta draw. Problems (gold answers, true rates) come from
-    ``seed``; rollout outcomes from ``outcome_seed`` (default: ``seed``), so two runs with the
-    same ``seed`` and different ``outcome_seed`` are two samplings of the same benchmark.
+    ``rng``; rollout outcomes from ``outcome_rng`` (default: ``rng``), so two runs with the
+    same ``rng`` and different ``outcome_rng`` are two samplings of the same benchmark.
     """
-    rng = np.random.default_rng(seed)
-    p = rng.beta(*beta, size=n_problems)
-    golds = [str(int(g)) for g in rng.integers(1, 1000, size=n_problems)]
+    gen = np.random.default_rng(rng)
+    p = gen.beta(*beta, size=n_problems)
+    golds = [str(int(g)) for g in gen.integers(1, 1000, size=n_problems)]
     if true_rates is not None:
         p = np.asarray(true_rates, float)
     p = np.clip(p + shift, 0.0, 1.0)
     manifest = RunManifest(
-        run_id=f"synthetic-{seed}",
+        run_id=f"synthetic-{rng}",
         rolleval_version=__version__,
         status="completed",
-        config=RunSummary(model="synthetic", n_rollouts=n_rollouts, seed=seed),
+        config=RunSummary(model="synthetic", n_rollouts=n_rollouts, seed=rng),
         provenance={"source": "rolleval.synthetic"},
     )
     ids = [f"{task}/{i:06d}" for i in range(n_problems)]
@@ -86,6 +89,10 @@ def write_synthetic_run(
         )
         for i, pid in enumerate(ids)
     ]
+    hashes: dict[str, str] = {}
+    for rec in prompts:
+        assert rec.content_hash is not None  # PromptRecord.build always sets it
+        hashes[rec.problem_id] = rec.content_hash
     settings = TaskSettings(
         name=task,
         n_rollouts=n_rollouts,
@@ -93,20 +100,20 @@ def write_synthetic_run(
         grader_identity=_GRADER_IDENTITY,
         denominator_policy="judged",
         score_key="correct",
-        problem_hashes={p.problem_id: p.content_hash for p in prompts},
-        source={"generator": "rolleval.synthetic", "seed": seed},
+        problem_hashes=hashes,
+        source={"generator": "rolleval.synthetic", "seed": rng},
     )
 
     T, K = n_problems, n_rollouts
-    rng = np.random.default_rng(seed if outcome_seed is None else [seed, outcome_seed])
-    u = rng.random((T, K))
+    gen = np.random.default_rng(rng if outcome_rng is None else [rng, outcome_rng])
+    u = gen.random((T, K))
     correct = u < p[:, None]
-    infra = rng.random((T, K)) < p_infra_error
-    gerr = (rng.random((T, K)) < p_grader_error) & ~infra
-    unext = (rng.random((T, K)) < p_unextracted) & ~correct
-    trunc = rng.random((T, K)) < p_truncated
-    wrong_pick = rng.integers(0, 3, size=(T, K))  # wrong answers vote among 3 values
-    tokens = rng.integers(20, 400, size=(T, K))
+    infra = gen.random((T, K)) < p_infra_error
+    gerr = (gen.random((T, K)) < p_grader_error) & ~infra
+    unext = (gen.random((T, K)) < p_unextracted) & ~correct
+    trunc = gen.random((T, K)) < p_truncated
+    wrong_pick = gen.integers(0, 3, size=(T, K))  # wrong answers vote among 3 values
+    tokens = gen.integers(20, 400, size=(T, K))
     writer = RunWriter.create(path, manifest, command="example")
     tw = writer.add_task(settings, prompts)
     rollouts: list[RolloutRecord] = []
@@ -166,7 +173,7 @@ def write_synthetic_run(
                         finish_reason=finish,
                         usage=Usage(prompt_tokens=30, completion_tokens=n_tokens),
                         latency_s=n_tokens / 100.0,
-                        seed=seed * 1_000_003 + i * 1009 + j,
+                        seed=rng * 1_000_003 + i * 1009 + j,
                     )
                 )
                 verdict: dict[str, Any] = {}
@@ -210,7 +217,7 @@ def write_synthetic_run(
 
 
 def true_rates(
-    n_problems: int, *, seed: int = 0, beta: tuple[float, float] = (2.0, 2.0)
+    n_problems: int, *, rng: int = 0, beta: tuple[float, float] = (2.0, 2.0)
 ) -> np.ndarray:
-    """The true per-problem rates :func:`write_synthetic_run` draws for ``seed``."""
-    return np.random.default_rng(seed).beta(*beta, size=n_problems)
+    """The true per-problem rates :func:`write_synthetic_run` draws for ``rng``."""
+    return np.random.default_rng(rng).beta(*beta, size=n_problems)

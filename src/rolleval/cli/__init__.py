@@ -5,11 +5,13 @@ from __future__ import annotations
 import signal
 import sys
 import threading
+import traceback
 from typing import Any
 
 import click
 
-from ..errors import EXIT_INTERNAL, EXIT_INTERRUPTED, RollevalError
+from ..errors import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_USAGE, RollevalError
+from ..sanitize import redact, terminal_safe
 from ._app import cli
 
 __all__ = ["cli", "main"]
@@ -17,6 +19,7 @@ __all__ = ["cli", "main"]
 
 def _load_commands() -> None:
     from . import (  # noqa: F401  (registers commands)
+        _baseline,
         _compare,
         _example,
         _gate,
@@ -41,39 +44,51 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, previous)
 
 
+def _say_error(message: str, *, one_line: bool = True) -> None:
+    """Print on stderr, secrets redacted and control characters shown as escapes; one line
+    unless ``one_line`` is false (click's usage errors carry the usage text)."""
+    click.echo(terminal_safe(redact(message), one_line=one_line), err=True)
+
+
+def _traceback(code: int) -> int:
+    """``--debug``: the traceback on stderr, redacted and inert like every other output."""
+    click.echo(terminal_safe(redact(traceback.format_exc())), err=True, nl=False)
+    return code
+
+
 def _main(args: list[str]) -> int:
     debug = "--debug" in args
     try:
-        rv = cli.main(args=args, prog_name="rolleval", standalone_mode=False)
+        # Not cli.main(): on Ctrl-C it prints a blank line before raising Abort.
+        with cli.make_context("rolleval", args) as ctx:
+            rv = cli.invoke(ctx)
+    except click.exceptions.Exit as exc:  # --help, --version
+        return exc.exit_code
     except RollevalError as exc:
         if debug:
-            raise
-        click.echo(f"rolleval: error: {exc}", err=True)
+            return _traceback(exc.exit_code)
+        _say_error(f"rolleval: error: {exc}")
         return exc.exit_code
-    except click.exceptions.Abort:
-        click.echo("rolleval: interrupted", err=True)
-        return EXIT_INTERRUPTED
-    except KeyboardInterrupt:
-        click.echo("rolleval: interrupted", err=True)
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        _say_error("rolleval: interrupted")
         return EXIT_INTERRUPTED
     except click.ClickException as exc:
         if debug:
-            raise
-        click.echo(f"rolleval: error: {exc.format_message()}", err=True)
+            return _traceback(exc.exit_code)
+        _say_error(f"rolleval: error: {exc.format_message()}", one_line=False)
         return exc.exit_code
     except OSError as exc:
         if debug:
-            raise
+            return _traceback(EXIT_USAGE)
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
-        click.echo(f"rolleval: error: {where}{exc.strerror or exc}", err=True)
-        return 2
+        _say_error(f"rolleval: error: {where}{exc.strerror or exc}")
+        return EXIT_USAGE
     except Exception as exc:
         # A bug in rolleval: never let it pass for a verdict (exit 1 means "regression").
         if debug:
-            raise
-        click.echo(
-            f"rolleval: internal error: {type(exc).__name__}: {exc} (a bug in rolleval; rerun with --debug for the traceback)",
-            err=True,
+            return _traceback(EXIT_INTERNAL)
+        _say_error(
+            f"rolleval: internal error: {type(exc).__name__}: {exc} (a bug in rolleval; rerun with --debug for the traceback)"
         )
         return EXIT_INTERNAL
     return int(rv or 0)
@@ -85,8 +100,14 @@ def _terminate_like_interrupt() -> Any:
     if threading.current_thread() is not threading.main_thread():
         return None
 
-    def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
+    def handler(signum: int, frame: Any) -> None:
+        # Act as Ctrl-C does: inside asyncio.run that cancels the main task (so cleanup runs
+        # at an await point, not wherever the signal landed), elsewhere KeyboardInterrupt.
+        on_sigint = signal.getsignal(signal.SIGINT)
+        if callable(on_sigint):
+            on_sigint(signal.SIGINT, frame)
+        else:
+            raise KeyboardInterrupt
 
     return signal.signal(signal.SIGTERM, handler)
 

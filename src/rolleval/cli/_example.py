@@ -9,8 +9,15 @@ from ._app import cli
 @cli.command("example")
 @click.argument("out", type=click.Path(path_type=str))
 @click.option("--problems", type=click.IntRange(min=1), default=200, show_default=True)
-@click.option("--rollouts", type=click.IntRange(min=1), default=8, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "-n",
+    "--rollouts",
+    type=click.IntRange(min=1),
+    default=8,
+    show_default=True,
+    help="Rollouts per problem.",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the synthetic data.")
 @click.option(
     "--shift",
     type=float,
@@ -24,7 +31,7 @@ def example_cmd(out: str, problems: int, rollouts: int, seed: int, shift: float)
         out,
         n_problems=problems,
         n_rollouts=rollouts,
-        seed=seed,
+        rng=seed,
         shift=shift,
         p_infra_error=0.01,
         p_grader_error=0.005,

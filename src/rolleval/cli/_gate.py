@@ -1,11 +1,24 @@
 from __future__ import annotations
 
 import os
+from typing import Literal
 
 import click
 
+from ..sanitize import terminal_safe
 from ..store import atomic_write_json
 from ._app import cli
+from ._options import (
+    allow_incomplete_option,
+    confidence_level_option,
+    n_resamples_option,
+    observe_option,
+    output_option,
+    power_option,
+    seed_option,
+    tasks_option,
+    unmatched_option,
+)
 
 
 @cli.command("gate")
@@ -22,42 +35,15 @@ from ._app import cli
     default=None,
     help="Policy YAML [pass@1 within 0.02; unextracted rate +0.02 at most; infra errors under 2%].",
 )
-@click.option("--n-resamples", type=click.IntRange(min=1), default=10_000, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
-@click.option(
-    "--power",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=0.8,
-    show_default=True,
-    help="Power of the minimum detectable effect; a pass by equivalence needs MDE <= threshold.",
-)
-@click.option(
-    "--confidence-level",
-    type=click.FloatRange(0, 1, min_open=True, max_open=True),
-    default=None,
-    help="Of the intervals [1 - the policy's alpha].",
-)
-@click.option(
-    "--unmatched", type=click.Choice(["error", "exclude"]), default="error", show_default=True
-)
-@click.option("--observe", is_flag=True, help="Report but exit 0 (input errors still exit 2).")
-@click.option(
-    "--task",
-    "tasks",
-    multiple=True,
-    help="Gate only this task (repeatable; overrides the policy's tasks).",
-)
-@click.option(
-    "--allow-incomplete",
-    is_flag=True,
-    help="Gate an unfinished run (otherwise exit 4: resume it first); the result carries the missing counts.",
-)
-@click.option(
-    "--output",
-    type=click.Path(dir_okay=False, path_type=str),
-    default=None,
-    help="Write the full result as JSON.",
-)
+@n_resamples_option
+@seed_option
+@power_option()
+@confidence_level_option(default=None, help="Of the intervals [1 - the policy's alpha].")
+@unmatched_option
+@observe_option
+@tasks_option("Gate only this task (repeatable; overrides the policy's tasks).")
+@allow_incomplete_option
+@output_option
 def gate_cmd(
     run: str,
     baseline: str,
@@ -66,7 +52,7 @@ def gate_cmd(
     seed: int,
     power: float,
     confidence_level: float | None,
-    unmatched: str,
+    unmatched: Literal["error", "exclude"],
     observe: bool,
     tasks: tuple[str, ...],
     allow_incomplete: bool,
@@ -92,7 +78,7 @@ def gate_cmd(
         tasks=list(tasks) or None,
     )
     md = res.markdown()
-    click.echo(md)
+    click.echo(terminal_safe(md))
     summary = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary:
         with open(summary, "a", encoding="utf-8") as fh:
@@ -101,24 +87,3 @@ def gate_cmd(
         atomic_write_json(output, res.to_dict())
     click.echo(f"\ngate: {res.verdict} (exit {res.exit_code})")
     return res.exit_code
-
-
-@cli.group("baseline")
-def baseline_group() -> None:
-    """Compact baselines for CI gating."""
-
-
-@baseline_group.command("save")
-@click.argument("run", type=click.Path(path_type=str))
-@click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=str))
-@click.option("--force", is_flag=True, help="Replace an existing file.")
-def baseline_save_cmd(run: str, out: str, force: bool) -> int:
-    """Store RUN's per-problem counts, metric values, content hashes and provenance in OUT."""
-    from ..compare import save_baseline
-
-    doc = save_baseline(run, out, overwrite=force)
-    counts = ", ".join(
-        f"{name}: {len(task['ids'])} problems" for name, task in doc["tasks"].items()
-    )
-    click.echo(f"baseline written to {out} ({counts})")
-    return 0

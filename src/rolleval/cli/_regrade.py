@@ -5,8 +5,10 @@ import time
 import click
 
 from ..api import regrade_run, report_run
+from ..sanitize import redact, terminal_safe
 from ._app import cli
-from ._unsafe import UNSAFE_EXEC_HELP, unsafe_exec_scope
+from ._options import unsafe_exec_option
+from ._unsafe import unsafe_exec_scope
 
 
 @cli.command("regrade")
@@ -18,11 +20,7 @@ from ._unsafe import UNSAFE_EXEC_HELP, unsafe_exec_scope
     default=None,
     help="Grading processes (0 = in this process).",
 )
-@click.option(
-    "--unsafe-exec",
-    is_flag=True,
-    help=UNSAFE_EXEC_HELP,
-)
+@unsafe_exec_option
 def regrade_cmd(run: str, task: str | None, workers: int | None, unsafe_exec: bool) -> int:
     """Re-judge RUN's stored rollouts with each task's current grader, then refresh the report.
 
@@ -39,7 +37,7 @@ def regrade_cmd(run: str, task: str | None, workers: int | None, unsafe_exec: bo
     with unsafe_exec_scope(unsafe_exec):
         res = regrade_run(run, task=task, workers=workers, on_progress=progress)
     for w in res.warnings:
-        click.echo(f"rolleval: warning: {w}", err=True)
+        click.echo(terminal_safe(redact(f"rolleval: warning: {w}"), one_line=True), err=True)
     for name, counts in res.tasks.items():
         click.echo(
             f"{name}: {counts['judged']} of {counts['rollouts']} rollouts judged, {counts['changed']} verdicts changed"

@@ -5,22 +5,16 @@ import orjson
 
 from ..api import report_run
 from ..render import render_run_report
-from ._app import cli, inference_options
+from ..sanitize import redact, terminal_safe
+from ._app import cli
+from ._options import format_option, html_option, inference_options
 
 
 @cli.command("report")
 @click.argument("run", type=click.Path(file_okay=False, path_type=str))
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
-)
+@format_option()
 @click.option("--no-write", is_flag=True, help="Print only; do not rewrite report.json.")
-@click.option(
-    "--html",
-    "html_path",
-    type=click.Path(dir_okay=False, path_type=str),
-    default=None,
-    help="Also write the report as a self-contained HTML page.",
-)
+@html_option("Also write the report as a self-contained HTML page.")
 @inference_options
 def report_cmd(
     run: str,
@@ -39,17 +33,17 @@ def report_cmd(
         run,
         confidence_level=confidence_level,
         n_resamples=n_resamples,
-        seed=seed,
+        rng=seed,
         write=not no_write,
     )
     for w in res.warnings:
-        click.echo(f"rolleval: warning: {w}", err=True)
+        click.echo(terminal_safe(redact(f"rolleval: warning: {w}"), one_line=True), err=True)
     if fmt == "json":
         click.echo(
             orjson.dumps(res.report, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
         )
     else:
-        click.echo(render_run_report(res.report))
+        click.echo(terminal_safe(render_run_report(res.report)))
         if res.path is not None:
             click.echo(f"\nreport written to {res.path}")
     if html_path:

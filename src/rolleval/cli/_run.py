@@ -7,8 +7,10 @@ import click
 from ..config import config_from_flags
 from ..render import render_run_report
 from ..runner import run_eval
+from ..sanitize import redact, terminal_safe
 from ._app import cli
-from ._unsafe import UNSAFE_EXEC_HELP, unsafe_exec_scope
+from ._options import unsafe_exec_option
+from ._unsafe import unsafe_exec_scope
 
 
 @cli.command("run")
@@ -99,11 +101,7 @@ from ._unsafe import UNSAFE_EXEC_HELP, unsafe_exec_scope
     help="One request per problem with n = its pending rollouts (servers that honour n only).",
 )
 @click.option("--no-progress", is_flag=True, help="Do not print progress.")
-@click.option(
-    "--unsafe-exec",
-    is_flag=True,
-    help=UNSAFE_EXEC_HELP,
-)
+@unsafe_exec_option
 def run_cmd(
     config_path: str | None,
     out: str,
@@ -124,9 +122,9 @@ def run_cmd(
             out,
             resume=resume,
             progress=not no_progress,
-            on_event=lambda m: click.echo(m, err=True),
+            on_event=lambda m: click.echo(terminal_safe(redact(m), one_line=True), err=True),
         )
-    click.echo(render_run_report(outcome.report))
+    click.echo(terminal_safe(render_run_report(outcome.report)))
     click.echo(
         f"\n{outcome.completed} rollouts completed, {outcome.failed} failed, in {outcome.seconds:.1f}s; "
         f"run directory {outcome.path} (report.json inside)"

@@ -1,10 +1,40 @@
 from __future__ import annotations
 
+import os
+
 import click
 import orjson
 
 from ..api import show_records
+from ..errors import UsageError
+from ..sanitize import check_api_key, redact, redact_value, register_secret, terminal_safe
+from ..store import RunDir
 from ._app import cli
+from ._options import format_option
+
+
+def _line(text: str) -> None:
+    """One line of untrusted text, inert on a terminal, secrets redacted."""
+    click.echo(terminal_safe(redact(text), one_line=True))
+
+
+def _block(text: str) -> None:
+    """Untrusted multi-line text (model output, prompts): newlines and tabs kept."""
+    click.echo(terminal_safe(redact(text)))
+
+
+def _register_run_key(rd: RunDir) -> None:
+    """Redact the run's API key too, should a record hold it (defence in depth)."""
+    throughput = rd.manifest.get("throughput")
+    name = throughput.get("api_key_env") if isinstance(throughput, dict) else None
+    if not isinstance(name, str) or not name:
+        return
+    value = os.environ.get(name)
+    if value:
+        try:
+            register_secret(check_api_key(value, name))
+        except UsageError:  # an unusable key is still redacted as it is
+            register_secret(value)
 
 
 def _prompt_text(prompt: object) -> str:
@@ -49,9 +79,7 @@ def _details(rollout: dict[str, object]) -> str:
 @click.option(
     "--unextracted", is_flag=True, help="Only gradable rollouts with no extracted answer."
 )
-@click.option(
-    "--format", "fmt", type=click.Choice(["text", "jsonl"]), default="text", show_default=True
-)
+@format_option("text", "jsonl")
 @click.option(
     "--limit", type=click.IntRange(min=1), default=None, help="Show at most this many problems."
 )
@@ -64,18 +92,21 @@ def show_cmd(
     fmt: str,
     limit: int | None,
 ) -> int:
-    """Read RUN's records: prompt, reference, and each rollout's text and verdict."""
-    items = show_records(
-        run, task=task, problem=problem, failures=failures, unextracted=unextracted
-    )
+    """Read RUN's records: prompt, reference, and each rollout's text and verdict.
+
+    Text output shows control characters (escape sequences, BEL, NUL, bidi overrides) as
+    visible escapes; ``--format jsonl`` prints the records exactly (JSON-escaped)."""
+    rd = RunDir.open(run)
+    _register_run_key(rd)
+    items = show_records(rd, task=task, problem=problem, failures=failures, unextracted=unextracted)
     if limit is not None:
         items = items[:limit]
     for item in items:
         if fmt == "jsonl":
-            click.echo(orjson.dumps(item).decode())
+            click.echo(orjson.dumps(redact_value(item)).decode())
             continue
-        click.echo(f"=== {item['task']} / {item['problem_id']}  reference: {item['reference']!r}")
-        click.echo(_prompt_text(item["prompt"]))
+        _line(f"=== {item['task']} / {item['problem_id']}  reference: {item['reference']!r}")
+        _block(_prompt_text(item["prompt"]))
         for r in item["rollouts"]:
             if r["status"] != "ok":
                 verdict = f"{r['status']}: {r.get('error') or ''}"
@@ -88,9 +119,9 @@ def show_cmd(
                     "correct" if r["correct"] else "wrong"
                 ) + f", extracted {_short(r['extracted'])}"
                 verdict += _details(r)
-            click.echo(f"--- rollout {r['index']} [{verdict}] finish={r.get('finish_reason')}")
+            _line(f"--- rollout {r['index']} [{verdict}] finish={r.get('finish_reason')}")
             if r.get("text") is not None:
-                click.echo(r["text"])
+                _block(str(r["text"]))
     if not items:
         click.echo("no matching records")
     return 0

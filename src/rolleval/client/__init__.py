@@ -8,6 +8,7 @@ concurrency, retries with backoff, failover across endpoints.
         done = await client.complete(messages, SamplingParams(temperature=0.6), seed=7)
 """
 
+from .._public import publish
 from ._client import Client, complete_sync
 from ._completion import Completion
 from ._config import EndpointConfig, SamplingParams
@@ -20,6 +21,4 @@ __all__ = [
     "complete_sync",
 ]
 
-for _name in __all__:
-    globals()[_name].__module__ = "rolleval.client"
-del _name
+publish(__name__, globals(), __all__)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
+import re
 import sys
 from collections.abc import Awaitable, Mapping, Sequence
 from time import monotonic, perf_counter
@@ -14,11 +16,12 @@ import httpx
 import orjson
 
 from ..errors import UsageError
+from ..sanitize import check_api_key, redact, redact_value, register_secret
 from ._completion import Completion
 from ._config import EndpointConfig, SamplingParams
 from ._errors import Failure, body_excerpt, failure_from_exception, failure_from_status
 
-__all__ = ["Client", "complete_sync"]
+__all__ = ["Client", "complete_sync", "read_api_key"]
 
 _T = TypeVar("_T")
 
@@ -189,12 +192,7 @@ class Client:
         name = self._config.api_key_env
         if name is None:
             return
-        key = os.environ.get(name)
-        if not key:
-            raise UsageError(
-                f"api_key_env: environment variable {name} is not set or empty; "
-                "export the API key there"
-            )
+        key = read_api_key(name)
         if key != self._key:
             self._http.headers["authorization"] = "Bearer " + key
             self._key = key
@@ -244,7 +242,7 @@ class Client:
                     result = await self._attempt(ep, payload, path)
                 finally:
                     ep.in_flight -= 1
-            if type(result) is not Failure:
+            if not isinstance(result, Failure):
                 if raw is not None:
                     raw.append(result)
                 chat = self._chat if path is None else path.endswith("/chat/completions")
@@ -278,9 +276,8 @@ class Client:
         content = response.content
         if response.status_code != 200:
             return failure_from_status(response.status_code, response.headers, content)
-        try:
-            data = orjson.loads(content)
-        except orjson.JSONDecodeError:
+        data = _loads_lenient(content)
+        if data is _NOT_JSON:
             return Failure(
                 "malformed", f"malformed response: body is not JSON: {body_excerpt(content)}", True
             )
@@ -342,11 +339,9 @@ class Client:
         chat: bool,
     ) -> list[Completion]:
         model = data.get("model")
-        if type(model) is not str:
-            model = None
+        model = redact(model) if type(model) is str else None
         fingerprint = data.get("system_fingerprint")
-        if type(fingerprint) is not str:
-            fingerprint = None
+        fingerprint = redact(fingerprint) if type(fingerprint) is str else None
         prompt_tokens = completion_tokens = None
         usage = data.get("usage")
         if type(usage) is dict:
@@ -365,6 +360,7 @@ class Client:
         for i in range(n):
             choice = by_index.get(i)
             text = finish = None
+            error: str | None
             if choice is None:
                 error = (
                     f"malformed response: server returned {len(choices)} of {n} choices "
@@ -396,8 +392,7 @@ class Client:
         if type(choice) is not dict:
             return None, None, f"malformed response: choices[{i}] is not an object"
         finish = choice.get("finish_reason")
-        if type(finish) is not str:
-            finish = None
+        finish = redact(finish) if type(finish) is str else None
         if chat:
             message = choice.get("message")
             if type(message) is not dict:
@@ -408,7 +403,7 @@ class Client:
             text = choice.get("text")
             where = f"choices[{i}].text"
         if type(text) is str:
-            return text, finish, None
+            return redact(text), finish, None
         if text is None:
             return None, finish, f"malformed response: no {where} (finish_reason={finish!r})"
         return None, finish, f"malformed response: {where} is {type(text).__name__}, not a string"
@@ -434,9 +429,9 @@ class Client:
             endpoint=ep.base_url,
         )
 
-    def _redact(self, message: str) -> str:
-        key = self._key
-        return message.replace(key, "***") if key and key in message else message
+    @staticmethod
+    def _redact(message: str) -> str:
+        return redact(message)
 
     async def _models_of(self, ep: _Endpoint) -> dict[str, Any]:
         timeout = self._config.timeout_s
@@ -451,10 +446,7 @@ class Client:
         if response.status_code != 200:
             failure = failure_from_status(response.status_code, response.headers, response.content)
             return {"endpoint": ep.base_url, "error": self._redact(failure.message)}
-        try:
-            data = orjson.loads(response.content)
-        except orjson.JSONDecodeError:
-            data = None
+        data = _loads_lenient(response.content)
         models = data.get("data") if type(data) is dict else None
         if type(models) is not list:
             excerpt = body_excerpt(response.content)
@@ -462,7 +454,7 @@ class Client:
                 "endpoint": ep.base_url,
                 "error": f"malformed response: no data list: {excerpt}",
             }
-        return {"endpoint": ep.base_url, "models": models}
+        return {"endpoint": ep.base_url, "models": redact_value(models)}
 
 
 def complete_sync(
@@ -509,6 +501,57 @@ def _messages(prompt: Any) -> list[Any]:
         else:
             raise UsageError(f"prompt: chat message must be a mapping, got {type(m).__name__}")
     return out
+
+
+def read_api_key(name: str) -> str:
+    """The API key held by environment variable ``name``, surrounding whitespace stripped.
+
+    Refused with :class:`~rolleval.errors.UsageError` (exit 2) when the variable is unset or
+    empty or the key holds a control, space or non-ASCII character. The key is registered
+    for redaction (:mod:`rolleval.sanitize`) before it is used anywhere.
+    """
+    value = os.environ.get(name)
+    if not value:
+        raise UsageError(
+            f"api_key_env: environment variable {name} is not set or empty; "
+            "export the API key there"
+        )
+    key = check_api_key(value, f"api_key_env: environment variable {name}")
+    register_secret(key)
+    return key
+
+
+_NOT_JSON: Any = object()
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _loads_lenient(content: bytes) -> Any:
+    """Parse a response body; ``_NOT_JSON`` if it is not JSON.
+
+    orjson refuses valid JSON holding a lone surrogate escape (``"\\ud800"``) and invalid
+    UTF-8; such a body is parsed again leniently, each lone surrogate or bad byte becoming
+    U+FFFD, so the model's broken output is recorded (and graded) as what it is instead of
+    being re-sent as a transport error.
+    """
+    try:
+        return orjson.loads(content)
+    except orjson.JSONDecodeError:
+        pass
+    try:
+        data = json.loads(content.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
+        return _NOT_JSON
+    return _replace_surrogates(data)
+
+
+def _replace_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_replace_surrogates(v) for v in value]
+    return value
 
 
 def _int_or_none(value: Any) -> int | None:

@@ -27,10 +27,14 @@ from typing import NamedTuple
 
 import httpx
 
+from ..sanitize import redact, redact_tail
+
 __all__: list[str] = []
 
 #: How much of an error response body goes into a message.
 BODY_EXCERPT_CHARS = 300
+#: How many bytes of a body are read (and redacted) to make the excerpt.
+BODY_SCAN_BYTES = 64 * 1024
 
 
 class Failure(NamedTuple):
@@ -49,7 +53,7 @@ def failure_from_exception(exc: BaseException, timeout_s: float) -> Failure:
     anything else is a bug and is not caught by the caller.
     """
     name = type(exc).__name__
-    detail = str(exc).strip()
+    detail = redact(str(exc)).strip()
     what = f"{name}: {detail}" if detail else name
     if isinstance(exc, (asyncio.TimeoutError, httpx.TimeoutException)):
         return Failure("timeout", f"timeout: no response within {timeout_s:g} s ({name})", True)
@@ -71,8 +75,14 @@ def failure_from_status(status: int, headers: httpx.Headers, body: bytes) -> Fai
 
 
 def body_excerpt(body: bytes, limit: int = BODY_EXCERPT_CHARS) -> str:
-    """The body as one line of at most ``limit`` characters."""
-    text = " ".join(body[: limit * 4].decode("utf-8", "replace").split())
+    """The body as one line of at most ``limit`` characters, secrets redacted first.
+
+    Redaction runs on the decoded body (its first :data:`BODY_SCAN_BYTES`) before any
+    whitespace folding or cut, so a key that straddles the cut is never kept in part.
+    """
+    text = body[:BODY_SCAN_BYTES].decode("utf-8", "replace")
+    text = redact_tail(text) if len(body) > BODY_SCAN_BYTES else redact(text)
+    text = " ".join(text.split())
     if not text:
         return "(empty body)"
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -79,6 +79,12 @@ def continuation_logprob(data: Any, context: str, continuation: str) -> tuple[fl
     return total, len(picked)
 
 
+def _total(values: list[int | None]) -> int | None:
+    """The sum, or ``None`` when any value is missing (a total not measured is N/A)."""
+    known = [v for v in values if v is not None]
+    return sum(known) if len(known) == len(values) else None
+
+
 async def score_problem(client: Any, prompt: PromptRecord) -> Completion:
     """Score every option of one problem (one request each, concurrently, through
     :meth:`Client.echo`) into one :class:`Completion` whose ``options`` hold the scores and
@@ -124,8 +130,8 @@ async def score_problem(client: Any, prompt: PromptRecord) -> Completion:
     return Completion(
         status="ok",
         text=scores[best].text,
-        prompt_tokens=None if None in prompt_tokens else sum(prompt_tokens),  # type: ignore[arg-type]
-        completion_tokens=None if None in completion_tokens else sum(completion_tokens),  # type: ignore[arg-type]
+        prompt_tokens=_total(prompt_tokens),
+        completion_tokens=_total(completion_tokens),
         error=None,
         options=tuple(scores),
         **common,

@@ -19,6 +19,7 @@ run-level functions align run directories or baseline files and apply it.
 
 from __future__ import annotations
 
+from .._public import publish
 from ._align import Alignment, align_frames
 from ._frame import HEALTH_METRICS, ProblemFrame, load_frames, metric_direction, save_baseline
 from ._gate import DEFAULT_POLICY, GateOutcome, gate_run, load_policy
@@ -70,10 +71,4 @@ __all__ = [
     "verdict_label",
 ]
 
-for _name in __all__:
-    # classes and functions; the constants are mappings and the Literal types stay as they are
-    if isinstance(globals()[_name], type) or (
-        callable(globals()[_name]) and hasattr(globals()[_name], "__code__")
-    ):
-        globals()[_name].__module__ = __name__
-del _name
+publish(__name__, globals(), __all__)

@@ -143,10 +143,13 @@ def unjudged_bound(
     assert baseline.unjudged is not None and candidate.unjudged is not None
     pb, pc = al.pos_baseline, al.pos_candidate
     share = {
-        side: (float(fr.unjudged[pos].sum()) / float(fr.requested[pos].sum()))
+        side: (float(unjudged[pos].sum()) / float(fr.requested[pos].sum()))
         if fr.requested[pos].sum() > 0
         else 0.0
-        for side, fr, pos in (("baseline", baseline, pb), ("candidate", candidate, pc))
+        for side, fr, unjudged, pos in (
+            ("baseline", baseline, baseline.unjudged, pb),
+            ("candidate", candidate, candidate.unjudged, pc),
+        )
     }
     gap = abs(share["candidate"] - share["baseline"])
     tau = comp.threshold

@@ -8,6 +8,7 @@ can gate against a baseline file without the baseline's run directory.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,22 +55,23 @@ _MUST_MATCH = ("grader_identity", "score_key", "denominator_policy", "timeout_po
 _NOTED = ("sampling", "n_rollouts", "source")
 
 
+#: ``metrics.<name>``: the mean of a named per-rollout judgement metric (report key).
+_JUDGEMENT_METRIC = re.compile(r"metrics\.[A-Za-z_][A-Za-z0-9_]*")
 #: Bare names accepted for a judgement metric (``compare --metric logprob_margin``).
 JUDGEMENT_METRIC_ALIASES = ("logprob_margin", "acc_norm", "em", "f1")
 
 
 def canonical_metric(name: str) -> str:
     """The key reports print for ``name`` (via :func:`rolleval.metrics.parse_metric_name`),
-    a health metric name, or a judgement metric ``metrics.<name>`` (the bare names of
-    :data:`JUDGEMENT_METRIC_ALIASES` too); ``UsageError`` listing the valid forms otherwise."""
-    if isinstance(name, str):
-        text = name.strip()
-        if text in HEALTH_METRICS:
-            return text
-        if text.startswith("metrics.") and len(text) > len("metrics."):
-            return text
-        if text in JUDGEMENT_METRIC_ALIASES:
-            return f"metrics.{text}"
+    a health metric name, or ``metrics.<name>`` (a per-rollout judgement metric; the bare
+    names of :data:`JUDGEMENT_METRIC_ALIASES` too); ``UsageError`` listing the valid forms
+    otherwise."""
+    if isinstance(name, str) and name.strip() in HEALTH_METRICS:
+        return name.strip()
+    if isinstance(name, str) and _JUDGEMENT_METRIC.fullmatch(name.strip()):
+        return name.strip()  # a per-rollout judgement metric, as reports print it
+    if isinstance(name, str) and name.strip() in JUDGEMENT_METRIC_ALIASES:
+        return f"metrics.{name.strip()}"
     family, params = parse_metric_name(name)
     return metric_name(family, **params)  # type: ignore[arg-type]
 
@@ -334,8 +336,19 @@ def frames_from_baseline(path: str | os.PathLike[str]) -> dict[str, ProblemFrame
             path=path,
         )
     out: dict[str, ProblemFrame] = {}
-    for name, t in (doc.get("tasks") or {}).items():
+    tasks = doc.get("tasks") or {}
+    if not isinstance(tasks, dict):
+        raise DataError(
+            f"'tasks' must map task names to per-problem data, got {type(tasks).__name__}; "
+            "write the baseline again with `rolleval baseline save`",
+            path=path,
+        )
+    for name, t in tasks.items():
         try:
+            if not isinstance(t, dict) or not isinstance(t["ids"], list):
+                raise TypeError("not an object with an 'ids' list")
+            if len(set(map(str, t["ids"]))) != len(t["ids"]):
+                raise ValueError("a problem id is listed twice")
             T = len(t["ids"])
             values = {
                 k: np.array([np.nan if x is None else x for x in v], dtype=float)
@@ -348,7 +361,11 @@ def frames_from_baseline(path: str | os.PathLike[str]) -> dict[str, ProblemFrame
                 )
                 for k, h in t["health"].items()
             }
-            counts = [t[k] for k in ("n", "c", "requested", "gradable", "unjudged", "missing")]
+            counts = [
+                t[k] for k in ("n", "c", "hashes", "requested", "gradable", "unjudged", "missing")
+            ]
+            if t.get("clusters") is not None:
+                counts.append(t["clusters"])
             arrays = [*values.values(), *(a for pair in health.values() for a in pair)]
             if any(len(v) != T for v in [*arrays, *counts]):
                 raise ValueError("per-problem lists differ in length")
@@ -380,7 +397,7 @@ def frames_from_baseline(path: str | os.PathLike[str]) -> dict[str, ProblemFrame
                     else None
                 ),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
             raise DataError(
                 f"task {name!r} is malformed ({exc}); write the baseline again with `rolleval baseline save`",
                 path=path,

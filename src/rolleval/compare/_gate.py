@@ -28,6 +28,7 @@ from typing import Any, Literal
 import numpy as np
 import yaml
 
+from ..config import load_yaml
 from ..errors import (
     EXIT_INCONCLUSIVE,
     EXIT_NEGATIVE,
@@ -56,9 +57,13 @@ def load_policy(path: str | os.PathLike[str] | None) -> dict[str, Any]:
         return DEFAULT_POLICY
     p = Path(path)
     try:
-        doc = yaml.safe_load(p.read_text(encoding="utf-8"))
+        doc = load_yaml(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise UsageError(f"{p}: policy file not found") from None
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"not UTF-8 text (byte {exc.start + 1}); save the policy as UTF-8", path=p
+        ) from None
     except yaml.YAMLError as exc:
         raise DataError(f"not valid YAML ({exc})", path=p) from None
     if not isinstance(doc, dict):
@@ -69,10 +74,29 @@ def load_policy(path: str | os.PathLike[str] | None) -> dict[str, Any]:
             f"unknown policy key(s) {', '.join(sorted(unknown))} (allowed: alpha, tasks, metrics, health)",
             path=p,
         )
+    if "alpha" in doc and not _is_number(doc["alpha"], 0.0, 1.0, open_low=True, open_high=True):
+        raise DataError(f"alpha: give a number in (0, 1), got {doc['alpha']!r:.60}", path=p)
+    tasks = doc.get("tasks")
+    if isinstance(tasks, str):
+        doc["tasks"] = tasks = [tasks]  # `tasks: gsm8k` means the one task
+    if tasks is not None and (
+        not isinstance(tasks, list) or not all(isinstance(t, str) and t for t in tasks)
+    ):
+        raise DataError(f"tasks: give a list of task names, got {tasks!r:.60}", path=p)
+    for section in ("metrics", "health"):
+        if doc.get(section) is not None and not isinstance(doc[section], dict):
+            raise DataError(
+                f"{section}: give a mapping of metric name to limits, got {type(doc[section]).__name__}",
+                path=p,
+            )
     metrics = {}
     for name, spec in (doc.get("metrics") or {}).items():
-        if not isinstance(spec, dict) or set(spec) - {"threshold"}:
-            raise DataError(f"metrics.{name}: give {{threshold: NUMBER}}", path=p)
+        if (
+            not isinstance(spec, dict)
+            or set(spec) - {"threshold"}
+            or ("threshold" in spec and not _is_number(spec["threshold"], 0.0, None))
+        ):
+            raise DataError(f"metrics.{name}: give {{threshold: NUMBER >= 0}}", path=p)
         try:
             metrics[canonical_metric(str(name))] = spec
         except UsageError as exc:
@@ -84,11 +108,33 @@ def load_policy(path: str | os.PathLike[str] | None) -> dict[str, Any]:
             raise DataError(
                 f"health.{name}: unknown health metric (known: {', '.join(HEALTH_METRICS)})", path=p
             )
-        if not isinstance(spec, dict) or not spec or set(spec) - {"max_increase", "max"}:
-            raise DataError(f"health.{name}: give max_increase and/or max", path=p)
+        if (
+            not isinstance(spec, dict)
+            or not spec
+            or set(spec) - {"max_increase", "max"}
+            or not all(_is_number(v, 0.0, None) for v in spec.values())
+        ):
+            raise DataError(f"health.{name}: give max_increase and/or max (NUMBER >= 0)", path=p)
     if not doc.get("metrics") and not doc.get("health"):
         raise DataError("policy gates nothing: add 'metrics' or 'health'", path=p)
+    doc["_path"] = str(p)  # later policy errors name the file
     return doc
+
+
+def _is_number(
+    value: object,
+    low: float,
+    high: float | None,
+    *,
+    open_low: bool = False,
+    open_high: bool = False,
+) -> bool:
+    """A real number (not a bool, not a string) within the bounds."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False
+    if not np.isfinite(value) or value < low or (open_low and value == low):
+        return False
+    return high is None or value < high or (not open_high and value == high)
 
 
 @dataclass
@@ -190,7 +236,18 @@ def gate_run(
     fb = load_frames(baseline)
     fc = load_frames(run)
     named = list(tasks or []) or list(policy.get("tasks") or [])
-    names = resolve_tasks(fb, fc, named or None, sources=(baseline, run), sides=("baseline", "run"))
+    try:
+        names = resolve_tasks(
+            fb, fc, named or None, sources=(baseline, run), sides=("baseline", "run")
+        )
+    except UsageError as exc:
+        if tasks or not policy.get("tasks"):
+            raise
+        # the tasks came from the policy: name the policy file and how to fix it
+        raise DataError(
+            f"policy tasks: {exc}; remove it from the policy's tasks",
+            path=policy.get("_path", "policy"),
+        ) from None
     if not names:
         raise UsageError("the run and the baseline share no task")
     incomplete = [

@@ -74,7 +74,9 @@ def _validate_problem_movers(
         )
     if top is not None and (not is_int(top) or top < 1):
         raise UsageError(f"`top` must be a positive integer or None (all); got {describe(top)}")
-    return _MoversArgs(ids_, direction=int(direction), top=top, **arrays)
+    return _MoversArgs(
+        ids_, direction=int(direction), top=None if top is None else int(top), **arrays
+    )
 
 
 def _fisher_one_sided(a: int, b: int, c: int, d: int, alternative: str) -> float:
@@ -96,7 +98,7 @@ def _one_sided_fisher(tables: np.ndarray, alternative: str) -> np.ndarray:
     flat = tables.reshape(len(tables), 4)
     unique, inverse = np.unique(flat, axis=0, return_inverse=True)
     p = np.array(
-        [_fisher_one_sided(*(int(v) for v in row), alternative) for row in unique],
+        [_fisher_one_sided(int(a), int(b), int(c), int(d), alternative) for a, b, c, d in unique],
         dtype=np.float64,
     )
     return p[inverse.reshape(-1)]

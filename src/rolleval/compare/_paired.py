@@ -451,7 +451,9 @@ def _exact_bound(d: np.ndarray, args: _CompareArgs) -> _Bound | None:
     if (all_equal and d[0] != 0.0) or not math.isfinite(span):
         # no finite bound; with the same share of movers, ceil(10 T / m) problems would
         # hold enough movers for the bootstrap
-        needed = None if moved == 0 or moved == t else math.ceil(_MIN_MOVERS * t / moved)
+        needed: int | None = (
+            None if moved == 0 or moved == t else math.ceil(_MIN_MOVERS * t / moved)
+        )
         return _Bound(-math.inf, math.inf, needed)
     level = 1.0 - (1.0 - args.confidence_level) / 2.0
     low = -_share_upper(moved_down, t, level) * span
@@ -459,7 +461,7 @@ def _exact_bound(d: np.ndarray, args: _CompareArgs) -> _Bound | None:
     tau = args.threshold
     # With the same share of problems moved, the sample stops being near-degenerate at
     # ceil(10 T / m) problems (the bootstrap takes over), or the bound fits in the band.
-    needed: int | None = math.ceil(_MIN_MOVERS * t / moved) if moved else None
+    needed = math.ceil(_MIN_MOVERS * t / moved) if moved else None
     if 0.0 < tau < span:
         share = max(moved_down, moved_up) / t
 
@@ -829,7 +831,7 @@ def paired_compare(
     assert n_units is not None
     exact = n_units <= args.n_resamples.bit_length() - 1  # 2**units <= n_resamples
     test_kind = "exact" if exact else f"randomized, B={args.n_resamples}"
-    common = {
+    common: dict[str, Any] = {
         "confidence_level": args.confidence_level,
         "n_problems": t,
         "n_dropped": args.n_dropped,
@@ -908,8 +910,11 @@ def paired_compare(
                 rng=args.rng,
             )
         ci_low, ci_high = boot.low, boot.high
-        ci_status = "degenerate" if boot.status == "degenerate" else "ok"
-        excludes = _excludes_zero(ci_low, ci_high, float(np.max(np.abs(d))))
+        if ci_low is None or ci_high is None:  # no interval (e.g. fewer than 2 clusters)
+            excludes = False
+        else:
+            ci_status = "degenerate" if boot.status == "degenerate" else "ok"
+            excludes = _excludes_zero(ci_low, ci_high, float(np.max(np.abs(d))))
     else:
         ci_low = ci_high = None
         excludes = False

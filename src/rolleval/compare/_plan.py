@@ -104,8 +104,8 @@ def plan_runs(
         On out-of-range arguments, or a task missing from the pilot or the candidate.
     """
     _check(effect, threshold, alpha, power)
-    fa = load_frames(pilot)
-    fb = load_frames(candidate) if candidate is not None else None
+    by_pilot = load_frames(pilot)
+    by_candidate = load_frames(candidate) if candidate is not None else None
     below = effect <= threshold
     out: dict[str, Any] = {
         "effect": effect,
@@ -128,16 +128,16 @@ def plan_runs(
             "larger effect or compare with a smaller --threshold"
         )
     for name in resolve_tasks(
-        fa, fb, tasks, sources=(pilot, candidate), sides=("pilot", "candidate")
+        by_pilot, by_candidate, tasks, sources=(pilot, candidate), sides=("pilot", "candidate")
     ):
-        a = fa[name]
-        if fb is not None:
-            al = align_frames(a, fb[name], unmatched="exclude")
+        pilot_frame = by_pilot[name]
+        if by_candidate is not None:
+            al = align_frames(pilot_frame, by_candidate[name], unmatched="exclude")
             comp = paired_variance_components(
-                a.c[al.pos_baseline],
-                a.n[al.pos_baseline],
-                fb[name].c[al.pos_candidate],
-                fb[name].n[al.pos_candidate],
+                pilot_frame.c[al.pos_baseline],
+                pilot_frame.n[al.pos_baseline],
+                by_candidate[name].c[al.pos_candidate],
+                by_candidate[name].n[al.pos_candidate],
             )
             T = len(al.ids)
             assumption = "omega2 estimated from the baseline/candidate pair"
@@ -153,8 +153,8 @@ def plan_runs(
             }
             ok = comp.status == "ok"
         else:
-            keep = a.n >= 2
-            vc = variance_components(a.c[keep], a.n[keep])
+            keep = pilot_frame.n >= 2
+            vc = variance_components(pilot_frame.c[keep], pilot_frame.n[keep])
             T = int(keep.sum())
             ok = vc.status == "ok" and vc.within is not None
             components = {

@@ -212,7 +212,7 @@ def compare_frames(
         value_range=(0.0, 1.0) if _is_rate(metric) else None,
         clusters=clusters if any(c is not None for c in clusters) else None,
     )
-    stats = {
+    stats: dict[str, Any] = {
         "alpha": alpha,
         "confidence_level": confidence_level,
         "n_resamples": n_resamples,
@@ -365,25 +365,25 @@ def compare_runs(
     (exit 4) unless ``allow_incomplete``, and then the result carries its missing counts.
     """
     metric = canonical_metric(metric)
-    fa = load_frames(baseline)
-    fb = load_frames(candidate)
-    names = resolve_tasks(fa, fb, tasks, sources=(baseline, candidate))
+    by_baseline = load_frames(baseline)
+    by_candidate = load_frames(candidate)
+    names = resolve_tasks(by_baseline, by_candidate, tasks, sources=(baseline, candidate))
     incomplete = [
-        *check_complete({t: fa[t] for t in names}, baseline, "baseline"),
-        *check_complete({t: fb[t] for t in names}, candidate, "candidate"),
+        *check_complete({t: by_baseline[t] for t in names}, baseline, "baseline"),
+        *check_complete({t: by_candidate[t] for t in names}, candidate, "candidate"),
     ]
     if not allow_incomplete:
         refuse_incomplete(incomplete)
     skipped: dict[str, str] = {}
     reasons: list[str] = []
     if not tasks:
-        for t in fa:
-            if t not in fb:
+        for t in by_baseline:
+            if t not in by_candidate:
                 skipped[t] = "only in the baseline: not evaluated"
-        for t in fb:
-            if t not in fa:
+        for t in by_candidate:
+            if t not in by_baseline:
                 skipped[t] = "only in the candidate: no baseline to compare with"
-        missing = [t for t in fa if t not in fb]
+        missing = [t for t in by_baseline if t not in by_candidate]
         if missing:
             reasons.append(
                 f"baseline task(s) {', '.join(missing)} have no counterpart in the candidate: not "
@@ -391,7 +391,7 @@ def compare_runs(
             )
     if not names:
         raise UsageError(
-            f"the runs share no task (baseline: {', '.join(fa) or 'none'}; candidate: {', '.join(fb) or 'none'})"
+            f"the runs share no task (baseline: {', '.join(by_baseline) or 'none'}; candidate: {', '.join(by_candidate) or 'none'})"
         )
     for item in incomplete:
         reasons.append(
@@ -401,8 +401,8 @@ def compare_runs(
         )
     results = [
         compare_frames(
-            fa[t],
-            fb[t],
+            by_baseline[t],
+            by_candidate[t],
             metric=metric,
             threshold=threshold,
             alpha=alpha,

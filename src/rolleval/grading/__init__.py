@@ -16,6 +16,7 @@ per-problem timeout); :class:`GradingPool` does the same one problem at a time, 
 futures, for a runner that grades as rollouts arrive.
 """
 
+from .._public import publish
 from ._base import Grader, Verdict, grading_reference
 from ._code import CodeGrader, extract_code
 from ._judge import JudgeGrader, parse_judge_verdict
@@ -54,8 +55,4 @@ __all__ = [
     "squad_metrics",
 ]
 
-for _name in __all__:
-    _obj = globals()[_name]
-    if getattr(_obj, "__module__", "").startswith(__name__ + "._"):
-        _obj.__module__ = __name__
-del _name, _obj
+publish(__name__, globals(), __all__)

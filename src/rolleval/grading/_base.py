@@ -154,7 +154,7 @@ class Grader(ABC):
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self.spec == other.spec  # type: ignore[attr-defined]
+        return self.spec == other.spec
 
     def __hash__(self) -> int:
         return hash((type(self), repr(sorted(self.spec.items()))))

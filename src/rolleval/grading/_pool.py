@@ -7,6 +7,15 @@ thread. Each worker of :class:`GradingPool` is a one-process
 grader in its main thread; the parent keeps a per-problem deadline and, when it passes,
 kills that worker and starts a fresh one. A slow problem thus costs one worker restart and
 never stalls or poisons the others.
+
+Workers never outlive the process that started them: each sets ``PR_SET_PDEATHSIG``
+(SIGKILL, Linux) in its initializer, so a ``kill -9`` of rolleval takes its workers, and with
+them the multiprocessing resource tracker (which exits when the last holder of its pipe is
+gone). Workers ignore SIGINT and SIGTERM: Ctrl-C reaches the whole terminal process group,
+and stopping the workers is the parent's job (it kills them when it closes the pool). Workers
+started from the main thread (the usual case: the first ``submit``) inherit the ignored
+dispositions from the moment they exec; a replacement started by the dispatcher thread
+ignores them once its initializer runs.
 """
 
 from __future__ import annotations
@@ -16,6 +25,8 @@ import math
 import multiprocessing
 import os
 import pickle
+import signal
+import sys
 import threading
 import time
 from collections import deque
@@ -37,6 +48,31 @@ MAX_DEFAULT_WORKERS = 8
 # --------------------------------------------------------------------------- worker side
 
 _WORKER_GRADER: Grader | None = None
+
+
+def _init_worker(parent_pid: int) -> None:
+    """Initializer of every worker process: die with the parent, leave signals to it."""
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, signal.SIG_IGN)
+    _die_with_parent(parent_pid)
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Have the kernel SIGKILL this process when its parent dies (Linux ``PR_SET_PDEATHSIG``;
+    elsewhere nothing), and exit now if the parent is already gone.
+
+    The death signal is tied to the parent *thread* that started this process, so the pool
+    starts its workers from the main thread (which lives as long as the process) or from its
+    own dispatcher thread (which outlives them).
+    """
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        with contextlib.suppress(Exception):
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent_pid:
+        os._exit(1)
 
 
 def _start_worker(grader: Grader) -> int:
@@ -147,7 +183,12 @@ class _Slot:
     """One worker process: a one-process executor, started with the grader."""
 
     def __init__(self, grader: Grader, context: Any, on_done: Any) -> None:
-        self.executor = ProcessPoolExecutor(max_workers=1, mp_context=context)
+        self.executor = ProcessPoolExecutor(
+            max_workers=1,
+            mp_context=context,
+            initializer=_init_worker,
+            initargs=(os.getpid(),),
+        )
         self.created = time.monotonic()
         self.state = _STARTING
         self.task: _Task | None = None
@@ -305,7 +346,12 @@ class GradingPool:
     # ---------------------------------------------------------------- dispatcher
 
     def _start(self) -> None:
-        self._slots = [self._new_slot() for _ in range(self.workers)]
+        # The death signal is tied to the starting thread (see _die_with_parent): workers are
+        # started by the main thread, which lives as long as the process, or else by the
+        # dispatcher thread, which outlives them.
+        if threading.current_thread() is threading.main_thread():
+            with _children_ignore_interrupts():
+                self._slots = [self._new_slot() for _ in range(self.workers)]
         self._thread = threading.Thread(target=self._run, name="rolleval-grading-pool", daemon=True)
         self._thread.start()
 
@@ -317,6 +363,9 @@ class GradingPool:
 
     def _run(self) -> None:
         try:
+            with self._lock:
+                if not self._slots and not self._abort and self._failure is None:
+                    self._slots = [self._new_slot() for _ in range(self.workers)]
             while True:
                 finished: list[tuple[Future[dict[int, Verdict]], Any]] = []
                 self._wakeup.clear()  # before reading the state: no wake-up is lost
@@ -436,6 +485,26 @@ class GradingPool:
                 finished.append((slot.task.future, _copy_error(error)))
             slot.kill()
         self._slots = []
+
+
+@contextlib.contextmanager
+def _children_ignore_interrupts() -> Iterator[None]:
+    """Processes started inside start with SIGINT and SIGTERM ignored (an ignored
+    disposition survives exec, so a Ctrl-C during a worker's imports prints nothing).
+    Main thread only; the parent's own handlers are back on exit (a signal that arrives in
+    those few milliseconds of spawning is ignored by the parent too)."""
+    signums = (signal.SIGINT, signal.SIGTERM)
+    previous = [signal.getsignal(signum) for signum in signums]
+    if any(handler is None for handler in previous):  # set outside Python: leave alone
+        yield
+        return
+    try:
+        for signum in signums:
+            signal.signal(signum, signal.SIG_IGN)
+        yield
+    finally:
+        for signum, handler in zip(signums, previous):
+            signal.signal(signum, handler)
 
 
 def _startup_error(error: BaseException) -> RollevalError:

@@ -272,7 +272,7 @@ def run_tests(
                 running.append((i, _Running(solution, tests, limits, isolate)))
             except OSError as exc:
                 outcomes[i] = ExecOutcome(
-                    "sandbox", f"could not start: {exc}", None, None, None, isolate, 0.0
+                    "sandbox", None, None, f"could not start: {exc}", isolate, 0.0
                 )
         still: list[tuple[int, _Running]] = []
         now = time.monotonic()

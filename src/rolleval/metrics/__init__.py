@@ -19,6 +19,7 @@ metric keys                 :func:`metric_name`, :func:`parse_metric_name`
 =========================== =========================================================
 """
 
+from .._public import publish
 from ._arrays import g_pass_at_k_array, mg_pass_at_k_array, pass_at_k_array, pass_hat_k_array
 from ._exact import g_pass_at_k, mg_pass_at_k, pass_at_k, pass_hat_k
 from ._names import METRIC_FAMILIES, metric_name, parse_metric_name
@@ -64,8 +65,4 @@ __all__ = [
     "window_pass_hat_k",
 ]
 
-for _name in __all__:
-    _obj = globals()[_name]
-    if hasattr(_obj, "__module__") and callable(_obj):
-        _obj.__module__ = __name__
-del _name, _obj
+publish(__name__, globals(), __all__)

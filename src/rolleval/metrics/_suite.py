@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -280,6 +281,7 @@ def _validate_taus(taus: Iterable[object]) -> list[float]:
             _as_tau(tau)
         except UsageError as exc:
             raise UsageError(f"taus[{pos}] must be a number in [0, 1]; got {tau!r}") from exc
+        assert isinstance(tau, numbers.Real)  # _as_tau accepts real numbers only
         if float(tau) not in out:
             out.append(float(tau))
     return out

@@ -33,12 +33,12 @@ def _as_int(value: object, name: str, *, minimum: int | None = None, hint: str =
         allowed += f" {hint}"
     if isinstance(value, (bool, np.bool_)):
         raise UsageError(f"{name} must be {allowed}; got the boolean {value!r}")
-    integral_float = (
-        isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer()
-    )
-    if not (isinstance(value, numbers.Integral) or integral_float):
+    if isinstance(value, numbers.Integral):
+        out = int(value)
+    elif isinstance(value, numbers.Real) and math.isfinite(value) and float(value).is_integer():
+        out = int(float(value))
+    else:
         raise UsageError(f"{name} must be {allowed}; got {value!r}")
-    out = int(value)
     if minimum is not None and out < minimum:
         raise UsageError(f"{name} must be {allowed}; got {out}")
     return out

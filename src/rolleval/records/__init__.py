@@ -17,6 +17,7 @@ Run files (one JSON document each):
   :class:`LockHolder`, and the baseline file :class:`BaselineFile`.
 """
 
+from .._public import publish
 from ._base import SCHEMA_VERSION, check_schema_version
 from ._files import (
     BASELINE_FORMAT,
@@ -95,3 +96,5 @@ __all__ = [
     "effective_rollouts",
     "make_judgement",
 ]
+
+publish(__name__, globals(), __all__)

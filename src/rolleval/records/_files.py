@@ -14,7 +14,7 @@ version and lifts an older one; unknown keys are refused, so a typo never passes
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Final, Literal
 
 from pydantic import ConfigDict, Field
 
@@ -38,8 +38,8 @@ __all__ = [
     "TaskSettings",
 ]
 
-RUN_FORMAT = "rolleval-run"
-BASELINE_FORMAT = "rolleval-baseline"
+RUN_FORMAT: Final = "rolleval-run"
+BASELINE_FORMAT: Final = "rolleval-baseline"
 BASELINE_SCHEMA = 2
 """Version 2 (issue 10) added per-problem ``gradable``/``unjudged``/``missing`` counts,
 pooled ``health`` counts, answer-cluster ``votes`` and ``run_status``; a version-1 file

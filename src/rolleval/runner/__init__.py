@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,9 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from ..client import Client, EndpointConfig
+from ..client._client import read_api_key
 from ..config import RunConfig
 from ..errors import RollevalError, RunError, UsageError
 from ..records import Segment
+from ..sanitize import redact
 from ..store import collect_warnings
 from ..writer import RunWriter
 from ._finish import build_profile
@@ -78,12 +79,10 @@ class RunOutcome:
 
 
 def _check_api_key(config: RunConfig) -> None:
-    name = config.api_key_env
-    if name is not None and not os.environ.get(name):
-        raise UsageError(
-            f"api_key_env: environment variable {name} is not set or empty; "
-            "export the API key there (nothing was written)"
-        )
+    """Refuse a missing or unusable API key before anything is written (and register it for
+    redaction: :func:`rolleval.client.read_api_key`)."""
+    if config.api_key_env is not None:
+        read_api_key(config.api_key_env)
 
 
 def run_eval(
@@ -162,6 +161,8 @@ def run_eval(
 def _probe_logprobs(endpoint: EndpointConfig, say: Callable[[str], None]) -> None:
     """Before a log-likelihood run: every endpoint must serve usable prompt log-probs
     (:func:`~rolleval.client._logprob_probe.require_prompt_logprobs`; exit 2 otherwise)."""
+    import os
+
     from ..client._logprob_probe import require_prompt_logprobs
 
     key = os.environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
@@ -187,7 +188,7 @@ async def _run_async(
         except RollevalError:
             raise  # a usage error (e.g. the API key): refused before anything is written
         except Exception as exc:  # a server without /v1/models still serves completions
-            models, models_error = [], f"{type(exc).__name__}: {exc}"
+            models, models_error = [], redact(f"{type(exc).__name__}: {exc}")
         prov = provenance(endpoint, models, models_error, local)
         if resumed is not None:
             record_resume(resumed, config, prov)
@@ -221,7 +222,7 @@ def _plan(writer: RunWriter, tasks: list[ResolvedTask], n: int) -> list[TaskPlan
         with collect_warnings():
             rollouts = tw.files.read_rollouts()
             judgements = tw.files.read_judgements()
-        n_task = t.settings.n_rollouts  # a log-likelihood task scores once per problem
+        n_task = t.settings.n_rollouts or n  # a log-likelihood task scores once per problem
         plan = plan_task(ti, t.problem_ids, n_task, rollouts, judgements)
         if plan.rewrite_judgements:
             tw.replace_judgements(plan.keep_judgements)
@@ -256,7 +257,7 @@ async def _schedule(
         status = "completed"
         return counters
     finally:
-        scheduler.close()
+        scheduler.close(completed=status == "completed")
         c = scheduler.counters
         segment = Segment(
             started_at=started_at,

@@ -92,7 +92,10 @@ def _task_settings(
 ) -> TaskSettings:
     from ..grading import grader_versions
 
-    hashes = {pid: rec.content_hash for pid, rec in sorted(prompts.items())}
+    hashes: dict[str, str] = {}
+    for pid, rec in sorted(prompts.items()):
+        assert rec.content_hash is not None  # Problem.to_record always sets it
+        hashes[pid] = rec.content_hash
     return TaskSettings(
         name=spec.name,
         description=spec.description,
@@ -130,14 +133,18 @@ def resolve_tasks(config: RunConfig) -> list[ResolvedTask]:
 
     out: list[ResolvedTask] = []
     names: set[str] = set()
-    for entry in config.tasks:
-        spec = get_task(entry) if isinstance(entry, str) else task_from_config(entry)
+    for i, entry in enumerate(config.tasks):
+        where = f"{config.source}: tasks[{i}]"
+        try:
+            spec = get_task(entry) if isinstance(entry, str) else task_from_config(entry)
+        except UsageError as exc:  # a wrong task entry: name the config it is in
+            raise UsageError(f"{where}: {exc}") from None
         if spec.name in names:
-            raise UsageError(f"task {spec.name!r} is listed twice; list each task once")
+            raise UsageError(f"{where}: task {spec.name!r} is listed twice; list each task once")
         names.add(spec.name)
         problems = spec.load(limit=config.limit)
         if not problems:
-            raise UsageError(f"task {spec.name!r} has no problems")
+            raise UsageError(f"{where}: task {spec.name!r} has no problems")
         grader = make_grader(spec.grader)
         grader.check_available()
         prompts = {

@@ -238,12 +238,13 @@ class Scheduler:
             await asyncio.gather(*self._grading, return_exceptions=True)
         return self.counters
 
-    def close(self) -> None:
-        """Cancel outstanding grading, stop the pools, close the appenders."""
+    def close(self, *, completed: bool = False) -> None:
+        """Cancel outstanding grading, stop the pools (dropping queued grading unless the run
+        completed), close the appenders."""
         self._closed = True
         for f in self._grading:
             f.cancel()
         for p in self.pools:
-            p.close()
+            p.close(cancel_pending=not completed)
         for w in self.writers:
             w.close()

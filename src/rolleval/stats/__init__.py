@@ -31,6 +31,7 @@ only from the keyword ``rng`` (None, an int seed or a numpy Generator).
 
 from __future__ import annotations
 
+from .._public import publish
 from ._bootstrap import BootstrapResult, bootstrap_ci
 from ._cluster import cluster_bootstrap_ci, cluster_sign_flip_test
 from ._grouped import GroupedBootstrapResult, grouped_bootstrap_ci, grouped_bootstrap_columns
@@ -75,6 +76,4 @@ __all__ = [
     "variance_components",
 ]
 
-for _name in __all__:
-    globals()[_name].__module__ = __name__
-del _name
+publish(__name__, globals(), __all__)

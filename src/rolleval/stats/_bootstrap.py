@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 
@@ -215,7 +215,7 @@ def bootstrap_ci(
     """
     args = _validate_bootstrap_ci(scores, n_resamples, confidence_level, rng)
     scores_, n = args.scores, args.scores.size
-    common = {
+    common: dict[str, Any] = {
         "confidence_level": args.confidence_level,
         "n_resamples": args.n_resamples,
         "method": "percentile",

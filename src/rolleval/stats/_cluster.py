@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -53,7 +53,8 @@ def cluster_index(clusters: object, size: int, name: str = "clusters") -> tuple[
 
 class _ClusterArgs(NamedTuple):
     scores: np.ndarray
-    index: np.ndarray
+    cluster_of: np.ndarray
+    """Each problem's cluster, as a position in 0..n_clusters-1."""
     n_clusters: int
 
 
@@ -154,7 +155,7 @@ def cluster_bootstrap_ci(
     confidence_level = check_open_unit(confidence_level, "confidence_level")
     gen, seed = check_rng(rng)
     x, index, C = args
-    common = {
+    common: dict[str, Any] = {
         "confidence_level": confidence_level,
         "n_resamples": n_resamples,
         "n": C,

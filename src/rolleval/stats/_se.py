@@ -290,15 +290,16 @@ class PairedVarianceComponents:
 
         Raises :class:`rolleval.errors.UsageError` when ``status`` is not ``"ok"``.
         """
-        if self.status != "ok":
-            raise UsageError(f"variance components are unavailable: {self.reason}")
-        return {
+        values = {
             "omega2": self.omega2,
             "sigma2_baseline": self.sigma2_baseline,
             "k_baseline": self.k_baseline,
             "sigma2_candidate": self.sigma2_candidate,
             "k_candidate": self.k_candidate,
         }
+        if self.status != "ok" or any(v is None for v in values.values()):
+            raise UsageError(f"variance components are unavailable: {self.reason}")
+        return {name: value for name, value in values.items() if value is not None}
 
 
 class _Counts(NamedTuple):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import NamedTuple
+from typing import NamedTuple, TypeGuard
 
 import numpy as np
 
@@ -27,12 +27,17 @@ def describe(value: object) -> str:
     return f"{text} ({type(value).__name__})"
 
 
-def is_int(value: object) -> bool:
+#: What :func:`is_int` and :func:`is_real` accept, for the type checker.
+Int = int | np.integer
+Real = int | float | np.integer | np.floating
+
+
+def is_int(value: object) -> TypeGuard[Int]:
     """True for Python and numpy integers, False for bool."""
     return isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_)
 
 
-def is_real(value: object) -> bool:
+def is_real(value: object) -> TypeGuard[Real]:
     """True for Python and numpy real numbers, False for bool."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
 

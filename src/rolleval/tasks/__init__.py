@@ -10,6 +10,7 @@ described by a small config. Both are declared the same way; see ``docs/tasks.md
 
 from __future__ import annotations
 
+from .._public import publish
 from ._build import permutation
 from ._builtin import get_task, last_boxed, list_presets, list_tasks, preset_config
 from ._spec import TASK_TYPES, Problem, TaskSpec, default_grader, default_sampling
@@ -29,3 +30,5 @@ __all__ = [
     "preset_config",
     "task_from_config",
 ]
+
+publish(__name__, globals(), __all__)

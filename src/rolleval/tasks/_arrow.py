@@ -163,11 +163,11 @@ def _decode(fld: _Field, body: _Body) -> list[Any]:
         return _apply_nulls(values, valid)
     if t == _T_FLOAT:
         precision = fld.type_table.scalar(0, "h") if fld.type_table else 2
-        fmt = {1: "f", 2: "d"}.get(precision)
-        if fmt is None:
+        float_fmt = {1: "f", 2: "d"}.get(precision)
+        if float_fmt is None:
             raise DataError(f"column {fld.name!r}: half-precision floats are not supported")
         data = body.next_buffer()
-        values = list(struct.unpack_from(f"<{length}{fmt}", data, 0)) if length else []
+        values = list(struct.unpack_from(f"<{length}{float_fmt}", data, 0)) if length else []
         return _apply_nulls(values, valid)
     if t == _T_BOOL:
         data = body.next_buffer()
@@ -176,8 +176,8 @@ def _decode(fld: _Field, body: _Body) -> list[Any]:
     if t in (_T_UTF8, _T_BINARY, _T_LARGE_UTF8, _T_LARGE_BINARY):
         wide = t in (_T_LARGE_UTF8, _T_LARGE_BINARY)
         offsets = struct.unpack_from(f"<{length + 1}{'q' if wide else 'i'}", body.next_buffer(), 0)
-        data = bytes(body.next_buffer())
-        chunks = [data[offsets[i] : offsets[i + 1]] for i in range(length)]
+        raw = bytes(body.next_buffer())
+        chunks = [raw[offsets[i] : offsets[i + 1]] for i in range(length)]
         if t in (_T_UTF8, _T_LARGE_UTF8):
             return _apply_nulls([c.decode("utf-8") for c in chunks], valid)
         return _apply_nulls(chunks, valid)

@@ -11,13 +11,13 @@ import functools
 import hashlib
 import json
 import math
-from typing import Any
+from typing import Any, Protocol
 
 import jinja2
 import jinja2.sandbox
 
 from ..errors import DataError, UsageError
-from ._spec import Problem, Recipe, TaskSpec
+from ._problem import Problem, Recipe
 
 __all__ = ["build_problems", "compile_template", "letters_text", "permutation"]
 
@@ -240,7 +240,24 @@ def _loglik_parts(row: _Row, n: int, choices: list[str]) -> dict[str, Any]:
     return out
 
 
-def build_problems(spec: TaskSpec) -> list[Problem]:
+class BuildSpec(Protocol):
+    """What :func:`build_problems` reads of a task (a :class:`~rolleval.tasks.TaskSpec`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def shuffle_choices(self) -> bool: ...
+    @property
+    def cluster_field(self) -> str | None: ...
+    @property
+    def recipe(self) -> Recipe | None: ...
+
+
+def build_problems(spec: BuildSpec) -> list[Problem]:
     """Every problem of ``spec``, sorted by ``problem_id``."""
     recipe = spec.recipe
     assert recipe is not None

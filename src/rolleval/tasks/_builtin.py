@@ -134,9 +134,11 @@ def _math(files: list[Path]) -> Rows:
     rows = []
     for path in files:
         subject = _math_subject(path)
-        for row in _math_rows(
-            path, lambda d, s=subject, p=path: f"{s}/test-{_pad(d['_native_id'], p)}"
-        ):
+
+        def ident(d: dict[str, Any], s: str = subject, p: Path = path) -> str:
+            return f"{s}/test-{_pad(d['_native_id'], p)}"
+
+        for row in _math_rows(path, ident):
             rows.append({**row, "subject": subject})
     return rows
 

@@ -1,22 +1,24 @@
-"""Task and problem types, and the declarative task config they are built from.
+"""Task types and the declarative task config they are built from.
 
 Every task, built-in or user-supplied, is described by the same small config (a dict, or
 YAML), validated by :func:`parse_config`. A built-in names a ``loader`` (a Python function
 that reads packaged data into rows); a user task names a ``path``. Everything after the rows
--- ids, prompts, references, choices -- is done by :mod:`._build` from the config alone.
+-- ids, prompts, references, choices -- is done by :mod:`._build` from the config alone. The modules depend one way:
+``_problem`` (the data types) <- ``_build`` (rows to problems) <- ``_spec`` (configs to tasks).
 """
 
 from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from ..records import PromptRecord, content_hash
+from ._build import build_problems, compile_template
+from ._problem import Problem, Recipe, RowSource
 
 __all__ = [
     "TASK_TYPES",
@@ -134,66 +136,6 @@ def default_sampling(task_type: str) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class Problem:
-    """One problem of a task: the prompt as it will be sent and the reference answer."""
-
-    problem_id: str
-    """Stable id from the data, ``"<task>/<id>"``; never random."""
-    prompt: list[dict[str, str]] | str
-    """Chat messages ``[{"role": ..., "content": ...}]``, or the raw text for completions."""
-    reference: str | list[str]
-    """Gold answer, or a list of accepted answers (aliases)."""
-    cluster: str | None = None
-    """Cluster key for clustered standard errors (e.g. the MMLU subject)."""
-    extras: dict[str, Any] = field(default_factory=dict)
-    """Task-specific JSON-serialisable facts, e.g. ``{"choices": [...], "permutation": [...]}``."""
-
-    @property
-    def content_hash(self) -> str:
-        """:func:`rolleval.records.content_hash` of prompt and reference."""
-        return content_hash(self.prompt, self.reference)
-
-    def to_record(self) -> PromptRecord:
-        """The :class:`~rolleval.records.PromptRecord` of this problem."""
-        return PromptRecord(
-            problem_id=self.problem_id,
-            prompt=self.prompt,
-            reference=self.reference,
-            cluster=self.cluster,
-            extras=self.extras,
-            content_hash=self.content_hash,
-        )
-
-
-@dataclass(frozen=True)
-class RowSource:
-    """Where a task's rows come from: a callable returning ``(number, line, row)`` triples."""
-
-    read: Callable[[], list[tuple[int, int | None, dict[str, Any]]]]
-    path: str | None
-    """Shown in error messages (the user's file, or the packaged data file)."""
-
-
-@dataclass(frozen=True)
-class Recipe:
-    """Everything :mod:`._build` needs to turn rows into problems (parsed task config)."""
-
-    rows: RowSource
-    id_field: str | None
-    question_field: str
-    answer_field: str
-    choices_field: str | list[str] | None
-    extras_fields: tuple[str, ...]
-    template: str
-    system: str | None
-    chat: bool
-    letters: str
-    answer_format: str
-    aliases: dict[str, list[str]]
-    fewshot: list[dict[str, str]]
-
-
-@dataclass(frozen=True)
 class TaskSpec:
     """A task: how to load its problems, how to sample, how to grade."""
 
@@ -224,8 +166,6 @@ class TaskSpec:
         ``limit`` keeps the first ``limit`` problems of that order, so the same ``limit``
         always selects the same problems. Every row is read and checked even with a limit.
         """
-        from ._build import build_problems
-
         if limit is not None and (
             isinstance(limit, bool) or not isinstance(limit, int) or limit < 0
         ):
@@ -508,8 +448,6 @@ def parse_config(
         aliases=_check_aliases(cfg.get("aliases"), where),
         fewshot=_check_fewshot(cfg.get("fewshot"), where),
     )
-    from ._build import compile_template
-
     compile_template(template, where)  # fail on a bad template now, not at load
     return TaskSpec(
         name=name,

@@ -47,7 +47,7 @@ class ServerRequest:
 class Fault:
     """One scripted reaction; build with the class methods. ``delay_s`` sleeps first."""
 
-    kind: Literal["ok", "status", "body", "no_content", "drop"]
+    kind: Literal["ok", "status", "body", "no_content", "drop", "echo_headers", "lone_surrogate"]
     label: str
     """Key in :attr:`OpenAIServer.fault_counts`."""
     status: int = 200
@@ -108,6 +108,18 @@ class Fault:
     def no_content(cls) -> Fault:
         """200 with a normal body whose choices carry ``content``/``text`` ``null``."""
         return cls("no_content", "no_content")
+
+    @classmethod
+    def echo_headers(cls, status: int = 401) -> Fault:
+        """A JSON error with this status whose body repeats every request header, as a debug
+        proxy might (the ``Authorization`` header included: for secret-leak tests)."""
+        return cls("echo_headers", f"echo_headers_{status}", status=status)
+
+    @classmethod
+    def lone_surrogate(cls) -> Fault:
+        """200 with a normal body whose text ends in the JSON escape ``\\ud800`` (a lone
+        surrogate: valid JSON, but no valid Unicode string; strict parsers refuse it)."""
+        return cls("lone_surrogate", "lone_surrogate")
 
     @classmethod
     def drop(cls, *, reset: bool = False, delay_s: float = 0.0) -> Fault:

@@ -131,6 +131,9 @@ class OpenAIServer:
 
     Requests for another model get 404, malformed ones 400, and with ``api_key`` set a
     missing or wrong ``Authorization: Bearer`` gets 401, all before ``faults`` is asked.
+    ``echo_headers=True`` plays a leaky proxy: those 401 bodies repeat the request headers,
+    and ``GET /models`` answers 200 with a debug page of the request headers (not a model
+    list).
     ``honour_n=False`` answers one choice whatever ``n`` asks (like llama.cpp's server).
 
     ``/v1/completions`` with ``echo`` and ``logprobs`` echoes the prompt with per-token
@@ -153,6 +156,7 @@ class OpenAIServer:
         system_fingerprint: str | None = "fp_rolleval_test",
         api_key: str | None = None,
         honour_n: bool = True,
+        echo_headers: bool = False,
         host: str = "127.0.0.1",
         port: int = 0,
         record: int = 10_000,
@@ -169,6 +173,7 @@ class OpenAIServer:
         self.system_fingerprint = system_fingerprint
         self.api_key = api_key
         self.honour_n = honour_n
+        self.echo_headers = echo_headers
         self.host = host
         self.port = port
         self.requests: deque[ServerRequest] = deque(maxlen=record)
@@ -339,6 +344,8 @@ class OpenAIServer:
         if path.endswith("/models"):
             if method != "GET":
                 return await _send(writer, 405, _error_body("use GET"), keep_alive)
+            if self.echo_headers:
+                return await _send(writer, 200, _echo_body(200, headers), keep_alive)
             return await _send(writer, 200, self._models_body(), keep_alive)
         if path.endswith("/chat/completions"):
             chat = True
@@ -350,6 +357,8 @@ class OpenAIServer:
             return await _send(writer, 405, _error_body("use POST"), keep_alive)
         rejected = self._check(chat, headers, body)
         if isinstance(rejected, tuple):
+            if rejected[0] == 401 and self.echo_headers:
+                return await _send(writer, 401, _echo_body(401, headers), keep_alive)
             return await _send(writer, rejected[0], _error_body(rejected[1]), keep_alive)
         request = ServerRequest(self._index, method, path, headers, rejected)
         self._index += 1
@@ -373,8 +382,14 @@ class OpenAIServer:
             if fault.kind in ("status", "body"):
                 assert fault.body is not None
                 return await _send(writer, fault.status, fault.body, keep_alive, fault.headers)
+            if fault.kind == "echo_headers":
+                return await _send(
+                    writer, fault.status, _echo_body(fault.status, headers), keep_alive
+                )
             try:
-                answer = self._answer(chat, request, fault.kind == "no_content")
+                answer = self._answer(
+                    chat, request, fault.kind == "no_content", fault.kind == "lone_surrogate"
+                )
             except Exception as exc:  # a broken responder is the test's bug: say so in a 500
                 self.fault_counts["responder_error"] += 1
                 return await _send(
@@ -417,7 +432,9 @@ class OpenAIServer:
             fault = faults[request.index] if request.index < len(faults) else None
         return _OK if fault is None else fault
 
-    def _answer(self, chat: bool, request: ServerRequest, no_content: bool) -> bytes:
+    def _answer(
+        self, chat: bool, request: ServerRequest, no_content: bool, surrogate: bool = False
+    ) -> bytes:
         data = request.json
         n = data.get("n", 1) if self.honour_n else 1
         choices = []
@@ -431,7 +448,7 @@ class OpenAIServer:
             else:
                 text, finish = result["text"], result.get("finish_reason", "stop")
             completion_tokens += len(text.split())
-            content = None if no_content else text
+            content = None if no_content else text + (_SURROGATE_MARK if surrogate else "")
             if chat:
                 choice = {
                     "index": i,
@@ -471,7 +488,10 @@ class OpenAIServer:
         }
         if self.system_fingerprint is not None:
             body["system_fingerprint"] = self.system_fingerprint
-        return orjson.dumps(body)
+        encoded = orjson.dumps(body)
+        if surrogate:
+            encoded = encoded.replace(_SURROGATE_MARK.encode(), b"\\ud800")
+        return encoded
 
     def _models_body(self) -> bytes:
         return orjson.dumps(
@@ -485,6 +505,20 @@ class OpenAIServer:
 
 
 _REASONS = {s.value: s.phrase for s in HTTPStatus}
+#: Placeholder appended to the answer text for the lone-surrogate fault, then replaced by a
+#: raw ``\ud800`` escape in the encoded body.
+_SURROGATE_MARK = "@@rolleval-lone-surrogate@@"
+
+
+def _echo_body(status: int, headers: dict[str, str]) -> bytes:
+    """A leaky proxy's debug page: the request headers, once as text and once as JSON."""
+    listing = "; ".join(f"{name}: {value}" for name, value in headers.items())
+    return orjson.dumps(
+        {
+            "error": {"message": f"HTTP {status}: request headers were {listing}"},
+            "debug": {"request_headers": headers},
+        }
+    )
 
 
 def _error_body(message: str) -> bytes:
