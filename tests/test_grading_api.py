@@ -37,7 +37,7 @@ def test_all_is_sorted_and_complete():
 
 
 def test_grader_types():
-    assert GRADER_TYPES == ("code", "math", "mcq", "qa", "short_answer")
+    assert GRADER_TYPES == ("code", "judge", "loglik", "math", "mcq", "qa", "short_answer")
 
 
 @pytest.mark.parametrize(
@@ -67,9 +67,9 @@ def test_make_grader_round_trips_through_json(spec, cls):
     [
         (
             {"type": "regex"},
-            "unknown type 'regex'; accepted types: code, math, mcq, qa, short_answer",
+            "unknown type 'regex'; accepted types: code, judge, loglik, math, mcq, qa, short_answer",
         ),
-        ({}, "no 'type' key; accepted types: code, math, mcq, qa, short_answer"),
+        ({}, "no 'type' key; accepted types: code, judge, loglik, math, mcq, qa, short_answer"),
         ("math", "must be a JSON object"),
         (
             {"type": "math", "extractor": ["boxed"]},

@@ -218,7 +218,8 @@ def test_correct_logprobs_from_the_model_pass(llama):
 def test_embedded_llama_cpp_python_server_is_refused_as_shifted(llama):
     from rolleval.local import LOCAL_MODEL_NAME, LocalServer, LocalServerOptions
 
-    with LocalServer(LocalServerOptions(server_options={"n_threads": 2})) as server:
+    options = LocalServerOptions(server_options={"n_threads": 2}, server_module="llama_cpp.server")
+    with LocalServer(options) as server:
         result = probe_prompt_logprobs(server.base_url, LOCAL_MODEL_NAME)
         assert (result.ok, result.fault) == (False, "shifted"), result.message
         with pytest.raises(UsageError, match=r"\(shifted\)"):

@@ -28,18 +28,25 @@ if ROOT is None:  # never skip: scripts/test.sh installs the data, so its absenc
 
 COUNTS = {
     "arc_challenge": 1172,
+    "arc_challenge_rc": 1172,
     "arc_easy": 2376,
+    "arc_easy_rc": 2376,
+    "boolq_rc": 3270,
     "common_knowledge": 1037,
     "copycolors": 100,
     "drop": 1000,
     "gsm8k": 1319,
+    "hellaswag_rc": 10042,
     "humaneval": 164,
     "math": 5000,
     "math500": 500,
     "mbpp": 500,
     "mmlu": 14042,
+    "mmlu_rc": 14042,
     "nq_open": 1000,
+    "piqa_rc": 1838,
     "squad": 1000,
+    "winogrande_rc": 1267,
 }
 
 _CACHE: dict[str, list[Problem]] = {}
@@ -80,6 +87,11 @@ def test_two_loads_identical(name):
 def test_problems_are_well_formed(name):
     spec = get_task(name)
     for p in load(name):
+        if spec.type == "loglik":  # a raw-text context; the reference is one of the options
+            assert isinstance(p.prompt, str) and p.prompt.strip()
+            assert p.reference in p.extras["choices"]
+            json.dumps(p.extras)
+            continue
         assert isinstance(p.prompt, list) and p.prompt[-1]["role"] == "user"
         assert p.prompt[-1]["content"].strip()
         refs = p.reference if isinstance(p.reference, list) else [p.reference]

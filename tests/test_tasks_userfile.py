@@ -321,7 +321,7 @@ def test_unknown_type(tmp_path):
     with pytest.raises(UsageError) as err:
         task_from_config(math_config(path, type="essay"))
     assert str(err.value) == (
-        "task config 'my_math': type must be one of math, mcq, short_answer, qa, code; got 'essay'"
+        "task config 'my_math': type must be one of math, mcq, short_answer, qa, code, loglik, judge; got 'essay'"
     )
 
 

@@ -137,14 +137,14 @@ def _regrade(
     workers: int | None,
     on_progress: Callable[[str, int, int], None] | None,
 ) -> dict[str, int]:
-    from .grading import grade_problems
+    from .grading import grade_problems, grading_reference
 
     name = job.task.name
     pids = sorted(job.by_problem)
     items = [
         (
-            job.prompts.by_id[pid].reference,
-            [(r.index, r.text or "") for r in job.by_problem[pid] if r.status == "ok"],
+            grading_reference(job.grader, job.prompts.by_id[pid]),
+            [(r.index, r.grader_input()) for r in job.by_problem[pid] if r.status == "ok"],
         )
         for pid in pids
     ]

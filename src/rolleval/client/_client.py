@@ -199,7 +199,34 @@ class Client:
 
     # -- the retry loop ----------------------------------------------------------------
 
-    async def _run(self, payload: bytes, n: int) -> list[Completion]:
+    async def echo(self, prompt: str) -> tuple[dict[str, Any] | None, Completion]:
+        """The prompt's own token log-probs: one ``/completions`` request with ``echo``,
+        ``logprobs: 1``, ``max_tokens: 1`` and temperature 0 (plus retries), whatever
+        ``config.api`` is. Returns the 200 body (``None`` on failure) and the outcome."""
+        if not isinstance(prompt, str) or not prompt:
+            raise UsageError("echo takes a non-empty string prompt")
+        body = {
+            "model": self._config.model,
+            "prompt": prompt,
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "echo": True,
+            "logprobs": 1,
+        }
+        raw: list[dict[str, Any]] = []
+        (completion,) = await self._run(orjson.dumps(body), 1, path="/completions", raw=raw)
+        return (raw[0] if raw else None), completion
+
+    async def _run(
+        self,
+        payload: bytes,
+        n: int,
+        *,
+        path: str | None = None,
+        raw: list[dict[str, Any]] | None = None,
+    ) -> list[Completion]:
+        """Send ``payload`` (to ``path`` under the base URL when given, else the API's
+        path) with retries; with ``raw``, the 200 body is appended to it."""
         self._update_auth()
         max_retries = self._config.max_retries
         retries = 0
@@ -212,11 +239,16 @@ class Client:
                     started = perf_counter()
                 ep.in_flight += 1
                 try:
-                    result = await self._attempt(ep, payload)
+                    result = await self._attempt(ep, payload, path)
                 finally:
                     ep.in_flight -= 1
             if not isinstance(result, Failure):
-                return self._completions(result, n, perf_counter() - started, retries, ep)
+                if raw is not None:
+                    raw.append(result)
+                chat = self._chat if path is None else path.endswith("/chat/completions")
+                return self._completions(
+                    result, n, perf_counter() - started, retries, ep, chat=chat
+                )
             if not result.retryable or retries >= max_retries:
                 failed = self._failed(result, perf_counter() - started, retries, ep)
                 return [failed] * n
@@ -226,11 +258,14 @@ class Client:
             if delay > 0:
                 await asyncio.sleep(delay)
 
-    async def _attempt(self, ep: _Endpoint, payload: bytes) -> dict[str, Any] | Failure:
+    async def _attempt(
+        self, ep: _Endpoint, payload: bytes, path: str | None = None
+    ) -> dict[str, Any] | Failure:
         """One request; the parsed body of a 200 with ``choices``, or why not."""
+        url = ep.url if path is None else ep.base_url + path
         try:
             response = await _with_deadline(
-                self._http.post(ep.url, content=payload), self._config.timeout_s
+                self._http.post(url, content=payload), self._config.timeout_s
             )
         except _ATTEMPT_ERRORS as exc:
             failure = failure_from_exception(exc, self._config.timeout_s)
@@ -294,7 +329,14 @@ class Client:
     # -- outcomes ----------------------------------------------------------------------
 
     def _completions(
-        self, data: dict[str, Any], n: int, latency: float, retries: int, ep: _Endpoint
+        self,
+        data: dict[str, Any],
+        n: int,
+        latency: float,
+        retries: int,
+        ep: _Endpoint,
+        *,
+        chat: bool,
     ) -> list[Completion]:
         model = data.get("model")
         model = redact(model) if type(model) is str else None
@@ -325,7 +367,7 @@ class Client:
                     f"(no choice with index {i}; does this server honour n? see server_n)"
                 )
             else:
-                text, finish, error = self._parse_choice(choice, i)
+                text, finish, error = self._parse_choice(choice, i, chat)
             out.append(
                 Completion(
                     status="ok" if error is None else "infra_error",
@@ -343,13 +385,15 @@ class Client:
             )
         return out
 
-    def _parse_choice(self, choice: Any, i: int) -> tuple[str | None, str | None, str | None]:
+    def _parse_choice(
+        self, choice: Any, i: int, chat: bool
+    ) -> tuple[str | None, str | None, str | None]:
         """``(text, finish_reason, error)`` of one choice; ``text`` is None when ``error`` is set."""
         if type(choice) is not dict:
             return None, None, f"malformed response: choices[{i}] is not an object"
         finish = choice.get("finish_reason")
         finish = redact(finish) if type(finish) is str else None
-        if self._chat:
+        if chat:
             message = choice.get("message")
             if type(message) is not dict:
                 return None, finish, f"malformed response: no choices[{i}].message"

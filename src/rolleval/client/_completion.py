@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..records import RolloutRecord, Usage
+from ..records import OptionScore, RolloutRecord, Usage
 
 __all__ = ["Completion"]
 
@@ -41,6 +41,8 @@ class Completion:
     system_fingerprint: str | None
     endpoint: str
     """Base URL of the endpoint that answered (the last one tried, on failure)."""
+    options: tuple[OptionScore, ...] | None = None
+    """Log-likelihood rollouts only: every option's score (``text`` is the best option)."""
 
     @property
     def ok(self) -> bool:
@@ -71,4 +73,5 @@ class Completion:
             model=self.model,
             system_fingerprint=self.system_fingerprint,
             endpoint=self.endpoint,
+            options=list(self.options) if self.options is not None else None,
         )

@@ -57,16 +57,21 @@ _NOTED = ("sampling", "n_rollouts", "source")
 
 #: ``metrics.<name>``: the mean of a named per-rollout judgement metric (report key).
 _JUDGEMENT_METRIC = re.compile(r"metrics\.[A-Za-z_][A-Za-z0-9_]*")
+#: Bare names accepted for a judgement metric (``compare --metric logprob_margin``).
+JUDGEMENT_METRIC_ALIASES = ("logprob_margin", "acc_norm", "em", "f1")
 
 
 def canonical_metric(name: str) -> str:
     """The key reports print for ``name`` (via :func:`rolleval.metrics.parse_metric_name`),
-    a health metric name, or ``metrics.<name>`` (a per-rollout judgement metric);
-    ``UsageError`` listing the valid forms otherwise."""
+    a health metric name, or ``metrics.<name>`` (a per-rollout judgement metric; the bare
+    names of :data:`JUDGEMENT_METRIC_ALIASES` too); ``UsageError`` listing the valid forms
+    otherwise."""
     if isinstance(name, str) and name.strip() in HEALTH_METRICS:
         return name.strip()
     if isinstance(name, str) and _JUDGEMENT_METRIC.fullmatch(name.strip()):
         return name.strip()  # a per-rollout judgement metric, as reports print it
+    if isinstance(name, str) and name.strip() in JUDGEMENT_METRIC_ALIASES:
+        return f"metrics.{name.strip()}"
     family, params = parse_metric_name(name)
     return metric_name(family, **params)  # type: ignore[arg-type]
 

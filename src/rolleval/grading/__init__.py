@@ -17,8 +17,10 @@ futures, for a runner that grades as rollouts arrive.
 """
 
 from .._public import publish
-from ._base import Grader, Verdict
+from ._base import Grader, Verdict, grading_reference
 from ._code import CodeGrader, extract_code
+from ._judge import JudgeGrader, parse_judge_verdict
+from ._loglik import LoglikGrader, score_options
 from ._math import MATH_EXTRACTORS, MathGrader
 from ._mcq import McqGrader, extract_choice
 from ._pool import GradingPool, default_workers, grade_problems
@@ -32,6 +34,8 @@ __all__ = [
     "CodeGrader",
     "Grader",
     "GradingPool",
+    "JudgeGrader",
+    "LoglikGrader",
     "MathGrader",
     "McqGrader",
     "QaGrader",
@@ -43,8 +47,11 @@ __all__ = [
     "extract_code",
     "grade_problems",
     "grader_versions",
+    "grading_reference",
     "make_grader",
     "normalize_short_answer",
+    "parse_judge_verdict",
+    "score_options",
     "squad_metrics",
 ]
 

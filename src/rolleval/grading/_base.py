@@ -23,7 +23,7 @@ from typing import Any, ClassVar, TypeVar
 
 from ..errors import UsageError
 
-__all__ = ["Grader", "Verdict"]
+__all__ = ["Grader", "Verdict", "grading_reference"]
 
 K = TypeVar("K", bound=Hashable)
 
@@ -55,7 +55,11 @@ class Verdict:
     metrics: dict[str, float] = field(default_factory=dict)
     """Named per-rollout metrics."""
     judge_raw: str | None = None
-    """What the grader saw beyond the verdict (the code grader's execution summary, JSON)."""
+    """What the grader saw beyond the verdict (the code grader's execution summary, JSON;
+    the judge's full reply)."""
+    grader_usage: dict[str, int] | None = None
+    """Tokens the grader spent on this rollout (``prompt_tokens``, ``completion_tokens``):
+    an LLM judge's usage, kept apart from the candidate's."""
 
     def __post_init__(self) -> None:
         if self.extracted is not None and (
@@ -114,6 +118,9 @@ class Grader(ABC):
     #: Seconds a process pool waits for one problem's verdicts before recording grader
     #: errors (graders with their own per-execution deadlines raise it as a backstop).
     problem_timeout_s: ClassVar[float] = 30.0
+    #: True when :meth:`grade_problem` wants the question too: its ``reference`` is then
+    #: ``{"question": ..., "reference": ...}`` (:func:`grading_reference`).
+    wants_question: ClassVar[bool] = False
 
     @property
     def identity(self) -> str:
@@ -154,6 +161,18 @@ class Grader(ABC):
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def grading_reference(grader: Grader, prompt: Any) -> Any:
+    """What :meth:`Grader.grade_problem` gets as ``reference`` for a
+    :class:`~rolleval.records.PromptRecord`: its reference, or with ``wants_question``
+    ``{"question": <the last prompt message>, "reference": <the reference>}``."""
+    if not grader.wants_question:
+        return prompt.reference
+    text = prompt.prompt
+    if not isinstance(text, str):
+        text = text[-1].content if text else ""
+    return {"question": text, "reference": prompt.reference}
 
 
 class BadReferenceError(ValueError):

@@ -10,6 +10,8 @@ from .._version import __version__
 from ..errors import UsageError
 from ._base import Grader
 from ._code import CodeGrader
+from ._judge import JudgeGrader
+from ._loglik import LoglikGrader
 from ._math import MathGrader
 from ._mcq import McqGrader
 from ._qa import QaGrader
@@ -19,6 +21,8 @@ __all__ = ["GRADER_TYPES", "grader_versions", "make_grader"]
 
 _CLASSES: dict[str, Any] = {
     CodeGrader.id: CodeGrader,
+    JudgeGrader.id: JudgeGrader,
+    LoglikGrader.id: LoglikGrader,
     MathGrader.id: MathGrader,
     McqGrader.id: McqGrader,
     QaGrader.id: QaGrader,
@@ -43,6 +47,9 @@ def make_grader(spec: Mapping[str, Any]) -> Grader:
     * ``{"type": "short_answer", "numeric_tolerance": null, "first_line": true}``
     * ``{"type": "qa", "style": "squad"}`` (or ``"drop"``): exact match and token F1
     * ``{"type": "code", "timeout_s": 10.0, "memory_mb": 1024, "processes": 32}``
+    * ``{"type": "loglik", "normalisation": "chars"}`` (or ``"tokens"``): log-likelihood choice
+    * ``{"type": "judge", "endpoint": "http://127.0.0.1:8001/v1", "model": "judge-model",
+      "prompt": ..., "temperature": 0.0, "max_tokens": 256}``: an LLM judge
 
     The grader's ``spec`` attribute holds the same spec with defaults filled in, so
     ``make_grader(g.spec) == g``. An unknown type, an unknown key or a bad option value

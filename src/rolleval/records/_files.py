@@ -200,6 +200,15 @@ class ProfileTokens(RecordPart):
     """How many completed rollouts reported usage."""
 
 
+class ProfileGraderTokens(RecordPart):
+    """Tokens an LLM judge spent grading the task's rollouts (never the candidate's)."""
+
+    prompt_total: int | None = None
+    completion_total: int | None = None
+    calls: int = Field(ge=0)
+    """Judgements that report the judge's usage."""
+
+
 class ProfileLatency(RecordPart):
     p50: float | None = None
     p90: float | None = None
@@ -223,6 +232,8 @@ class Profile(FileModel):
     wall_seconds: float = Field(ge=0)
     """Wall time of all run segments (all tasks of the run share it)."""
     rollouts_per_second: float | None = None
+    grader_tokens: ProfileGraderTokens | None = None
+    """An LLM judge's token spend (``type: judge``); ``None`` when the grader spends none."""
 
 
 class RunReport(FileModel):

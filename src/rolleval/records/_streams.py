@@ -32,6 +32,7 @@ __all__ = [
     "ROLLOUT_STATUSES",
     "JudgementRecord",
     "Message",
+    "OptionScore",
     "PromptRecord",
     "RolloutRecord",
     "RolloutStatus",
@@ -60,6 +61,20 @@ class Usage(RecordPart):
 
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+
+
+class OptionScore(RecordPart):
+    """One option of a log-likelihood task, as scored: the sum of its continuation's token
+    log-probabilities given its context (``type: loglik``)."""
+
+    text: str
+    """The option as the task shows it (the choice text)."""
+    logprob: float
+    """Sum of the log-probabilities of the option's continuation tokens, in nats."""
+    tokens: int = Field(ge=1)
+    """How many tokens the continuation spans."""
+    chars: int = Field(ge=1)
+    """How many characters the continuation has (leading space included)."""
 
 
 class PromptRecord(StreamRecord):
@@ -133,11 +148,21 @@ class RolloutRecord(StreamRecord):
     system_fingerprint: str | None = None
     endpoint: str | None = None
     """Base URL that answered (runs can spread over several endpoints)."""
+    options: list[OptionScore] | None = None
+    """Log-likelihood tasks only: every option's score, in the task's option order (the
+    prediction); ``text`` is then the option with the highest log-prob."""
 
     @property
     def key(self) -> tuple[str, int]:
         """``(problem_id, index)``: which rollout this attempt belongs to."""
         return (self.problem_id, self.index)
+
+    def grader_input(self) -> str:
+        """What the grader judges: the text, or for a log-likelihood rollout the JSON list of
+        its option scores (:class:`OptionScore` fields)."""
+        if self.options is not None:
+            return orjson.dumps([o.model_dump() for o in self.options]).decode()
+        return self.text or ""
 
 
 class JudgementRecord(StreamRecord):
@@ -166,6 +191,8 @@ class JudgementRecord(StreamRecord):
     """Set when grading crashed or timed out: a harness failure, never a wrong answer."""
     judge_raw: str | None = None
     """Raw output of an LLM or service grader."""
+    grader_usage: Usage | None = None
+    """Tokens an LLM judge spent on this rollout (apart from the candidate's ``usage``)."""
 
     @property
     def key(self) -> tuple[str, int]:
@@ -235,5 +262,8 @@ def make_judgement(rollout: RolloutRecord, verdict: Any, grader: str | None) -> 
             grader_error=verdict.grader_error,
             metrics=dict(verdict.metrics) if verdict.metrics else {},
             judge_raw=verdict.judge_raw,
+            grader_usage=Usage(**verdict.grader_usage)
+            if getattr(verdict, "grader_usage", None)
+            else None,
         )
     return JudgementRecord(**fields)

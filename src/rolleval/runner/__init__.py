@@ -150,10 +150,25 @@ def run_eval(
             concurrency=config.concurrency,
             server_n=config.server_n,
         )
+        if any(t.loglik for t in tasks):
+            _probe_logprobs(endpoint, say)
         outcome = asyncio.run(
             _run_async(config, out, writer, tasks, endpoint, local, transport, progress, say)
         )
     return RunOutcome(**{**outcome, "seconds": time.monotonic() - t0})
+
+
+def _probe_logprobs(endpoint: EndpointConfig, say: Callable[[str], None]) -> None:
+    """Before a log-likelihood run: every endpoint must serve usable prompt log-probs
+    (:func:`~rolleval.client._logprob_probe.require_prompt_logprobs`; exit 2 otherwise)."""
+    import os
+
+    from ..client._logprob_probe import require_prompt_logprobs
+
+    key = os.environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
+    for url in endpoint.base_urls:
+        say(f"probing the prompt log-probs of {url} ...")
+        require_prompt_logprobs(url, endpoint.model, api_key=key, timeout_s=endpoint.timeout_s)
 
 
 async def _run_async(
@@ -207,7 +222,8 @@ def _plan(writer: RunWriter, tasks: list[ResolvedTask], n: int) -> list[TaskPlan
         with collect_warnings():
             rollouts = tw.files.read_rollouts()
             judgements = tw.files.read_judgements()
-        plan = plan_task(ti, t.problem_ids, n, rollouts, judgements)
+        n_task = t.settings.n_rollouts or n  # a log-likelihood task scores once per problem
+        plan = plan_task(ti, t.problem_ids, n_task, rollouts, judgements)
         if plan.rewrite_judgements:
             tw.replace_judgements(plan.keep_judgements)
         plans.append(plan)
@@ -269,7 +285,8 @@ def _finish(
         tw = writer.task(t.name)
         with collect_warnings():
             rollouts = tw.files.read_rollouts()
-        tw.write_profile(build_profile(rollouts, writer.manifest.segments))
+            judgements = tw.files.read_judgements()
+        tw.write_profile(build_profile(rollouts, writer.manifest.segments, judgements))
     where = ", ".join(endpoint.base_urls)
     if counters.tripped:
         writer.set_status("interrupted")

@@ -8,15 +8,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..records import Profile, RolloutSet, Segment
+from ..records import JudgementSet, Profile, RolloutSet, Segment
 
 __all__ = ["build_profile"]
 
 _NOTE = "throughput uses the wall time of all run segments (all tasks of the run share it)"
 
 
-def build_profile(rollouts: RolloutSet, segments: list[Segment]) -> Profile:
-    """Token usage, latency percentiles, throughput and status counts of a task's rollouts."""
+def build_profile(
+    rollouts: RolloutSet, segments: list[Segment], judgements: JudgementSet | None = None
+) -> Profile:
+    """Token usage, latency percentiles, throughput and status counts of a task's rollouts;
+    with ``judgements``, an LLM judge's token spend apart (``grader_tokens``)."""
     chosen = rollouts.effective
     ok = [r for r in chosen.values() if r.status == "ok"]
     lat = np.array([r.latency_s for r in ok if r.latency_s is not None], dtype=float)
@@ -54,5 +57,21 @@ def build_profile(rollouts: RolloutSet, segments: list[Segment]) -> Profile:
             "note": _NOTE,
             "wall_seconds": wall,
             "rollouts_per_second": (len(ok) / wall) if wall > 0 else None,
+            "grader_tokens": _grader_tokens(judgements),
         }
     )
+
+
+def _grader_tokens(judgements: JudgementSet | None) -> dict[str, object] | None:
+    if judgements is None:
+        return None
+    used = [j.grader_usage for j in judgements.effective.values() if j.grader_usage is not None]
+    if not used:
+        return None
+    prompt = [u.prompt_tokens for u in used if u.prompt_tokens is not None]
+    completion = [u.completion_tokens for u in used if u.completion_tokens is not None]
+    return {
+        "prompt_total": int(sum(prompt)) if prompt else None,
+        "completion_total": int(sum(completion)) if completion else None,
+        "calls": len(used),
+    }

@@ -36,6 +36,11 @@ class ResolvedTask:
         return str(self.spec.name)
 
     @property
+    def loglik(self) -> bool:
+        """A log-likelihood task: its options are scored, nothing is generated."""
+        return self.spec.type == "loglik"
+
+    @property
     def problem_ids(self) -> list[str]:
         return list(self.prompts)
 
@@ -46,8 +51,10 @@ class ResolvedTask:
         return prompt if isinstance(prompt, str) else [m.model_dump() for m in prompt]
 
 
-def _prompt_as_sent(problem: Any, config: RunConfig) -> Any:
+def _prompt_as_sent(problem: Any, config: RunConfig, spec: Any) -> Any:
     prompt = problem.prompt
+    if spec.type == "loglik":
+        return prompt  # the context as scored: no system prompt, no chat template
     if isinstance(prompt, str):
         messages = [{"role": "user", "content": prompt}]
     else:
@@ -93,7 +100,7 @@ def _task_settings(
     return TaskSettings(
         name=spec.name,
         description=spec.description,
-        n_rollouts=config.n,
+        n_rollouts=1 if spec.type == "loglik" else config.n,
         ks=config.ks,
         denominator_policy=config.denominator_policy,
         score_key=spec.score_key,
@@ -144,7 +151,7 @@ def resolve_tasks(config: RunConfig) -> list[ResolvedTask]:
         prompts = {
             p.problem_id: PromptRecord.build(
                 p.problem_id,
-                _prompt_as_sent(p, config),
+                _prompt_as_sent(p, config, spec),
                 p.reference,
                 cluster=p.cluster,
                 extras=p.extras or None,

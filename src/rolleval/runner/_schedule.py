@@ -148,8 +148,10 @@ class Scheduler:
     def _grade(self, ti: int, pid: str) -> None:
         task = self.tasks[ti]
         rolls = self._final[ti][pid]
-        items = [(j, r.text or "") for j, r in sorted(rolls.items()) if r.status == "ok"]
-        reference = task.prompts[pid].reference
+        items = [(j, r.grader_input()) for j, r in sorted(rolls.items()) if r.status == "ok"]
+        from ..grading import grading_reference
+
+        reference = grading_reference(task.grader, task.prompts[pid])
         fut = asyncio.wrap_future(self.pools[ti].submit(reference, items))
 
         def done(f: asyncio.Future[Any]) -> None:
@@ -174,7 +176,7 @@ class Scheduler:
 
     # ---------------------------------------------------------------- requests
 
-    def _record(self, req: Request, seed: int, comp: Completion) -> None:
+    def _record(self, req: Request, seed: int | None, comp: Completion) -> None:
         record: RolloutRecord = comp.to_record(
             problem_id=req.problem_id, index=req.index, seed=seed, attempt=req.attempt
         )
@@ -209,6 +211,12 @@ class Scheduler:
                 return
             first = batch[0]
             task = self.tasks[first.task]
+            if task.loglik:  # the hook for tasks that score options instead of sampling
+                from ..client._loglik import score_problem
+
+                comp = await score_problem(self.client, task.prompts[first.problem_id])
+                self._record(first, None, comp)
+                continue
             prompt = task.wire_prompt(first.problem_id)
             seeds = [derive_seed(self.seed, r.problem_id, r.index) for r in batch]
             if len(batch) == 1:

@@ -217,6 +217,29 @@ def _check_json(row: _Row, key: str, value: Any) -> Any:
     return value
 
 
+def _loglik_parts(row: _Row, n: int, choices: list[str]) -> dict[str, Any]:
+    """A log-likelihood row's optional ``continuations`` (default: a space and the choice)
+    and ``contexts`` (one per option, default: the prompt for every option)."""
+    out: dict[str, Any] = {}
+    for key in ("continuations", "contexts"):
+        value = row.data.get(key)
+        if value is None:
+            continue
+        if (
+            not isinstance(value, list)
+            or len(value) != n
+            or not all(isinstance(v, str) and v for v in value)
+        ):
+            raise row.error(
+                f"field {key!r} must be a list of {n} non-empty strings, one per choice"
+            )
+        out[key] = list(value)
+    if "continuations" not in out and "contexts" not in out:
+        return out  # continuations are " " + choice, scored after the prompt
+    out.setdefault("continuations", [" " + c for c in choices])
+    return out
+
+
 class BuildSpec(Protocol):
     """What :func:`build_problems` reads of a task (a :class:`~rolleval.tasks.TaskSpec`)."""
 
@@ -285,6 +308,13 @@ def build_problems(spec: BuildSpec) -> list[Problem]:
                     f"{letter}. {choice}" for letter, choice in zip(letters, shown, strict=True)
                 ),
             )
+        elif spec.type == "loglik":
+            choices = _choices(row, recipe)
+            gold = _gold_index(row, recipe, choices)
+            reference = choices[gold]
+            extras["choices"] = choices
+            extras.update(_loglik_parts(row, len(choices), choices))
+            context.update(choices=choices)
         else:
             reference = _reference(row, recipe)
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import functools
+import gzip
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -191,6 +193,79 @@ def _mmlu(files: list[Path]) -> Rows:
 
 
 _OPTION_LINE = re.compile(r"^ ([A-Z])\. (.*)$")
+
+
+_UNCOND_OFFSET = 1_000_000  # ranked-classification files add "unconditional" copies of each doc
+
+
+def _rc_requests(path: Path) -> list[list[dict[str, Any]]]:
+    """The requests of a ranked-classification ``requests.jsonl.gz``, one list per document
+    (in ``idx`` order), the unconditional copies (``doc_id`` >= 1,000,000) left out."""
+    docs: dict[int, list[dict[str, Any]]] = {}
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as fh:
+            for line in fh:
+                if line.strip():
+                    request = json.loads(line)
+                    if int(request["doc_id"]) < _UNCOND_OFFSET:
+                        docs.setdefault(int(request["doc_id"]), []).append(request)
+    except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:
+        raise DataError(f"not a readable requests file ({exc})", path=path) from None
+    out = []
+    for doc_id, requests in docs.items():
+        requests.sort(key=lambda r: int(r["idx"]))
+        if [int(r["idx"]) for r in requests] != list(range(len(requests))):
+            raise DataError(f"document {doc_id} has options missing", path=path)
+        out.append(requests)
+    return out
+
+
+@_loader("olmo_rc")
+def _rc(files: list[Path]) -> Rows:
+    """A ranked-classification variant: each option's context and continuation exactly as
+    the file scores them. ``question`` is the shared context; when the options have
+    contexts of their own (winogrande) they go in ``contexts`` and ``question`` is the
+    sentence with its blank."""
+    (path,) = files
+    rows = []
+    for requests in _rc_requests(path):
+        first = requests[0]
+        doc = first["doc"]
+        contexts = [str(r["request"]["context"]) for r in requests]
+        continuations = [str(r["request"]["continuation"]) for r in requests]
+        if "choices" in doc:
+            choices = [str(c).strip() for c in doc["choices"]]
+        else:  # winogrande: the two names that fill the blank
+            choices = [str(doc["option1"]).strip(), str(doc["option2"]).strip()]
+        if len(choices) != len(requests):
+            raise DataError(
+                f"document {first['doc_id']} has {len(requests)} requests "
+                f"for {len(choices)} choices",
+                path=path,
+            )
+        native = first.get("native_id")
+        row: dict[str, Any] = {
+            "id": native if isinstance(native, str) else _pad(first["doc_id"], path),
+            "question": contexts[0],
+            "choices": choices,
+            "answer": int(first["label"]),
+            "continuations": continuations,
+        }
+        if len(set(contexts)) > 1:
+            row["question"] = str(doc.get("sentence") or contexts[0])
+            row["contexts"] = contexts
+        rows.append(row)
+    return rows
+
+
+@_loader("olmo_mmlu_rc")
+def _mmlu_rc(files: list[Path]) -> Rows:
+    """MMLU as ranked classification (0-shot): the question, then each choice as the
+    continuation of "Answer:"."""
+    rows = _mmlu(files)
+    for row in rows:
+        row["subject_text"] = row["subject"].replace("_", " ")
+    return rows
 
 
 @_loader("olmo_copycolors")

@@ -31,7 +31,7 @@ __all__ = [
     "parse_config",
 ]
 
-TASK_TYPES: tuple[str, ...] = ("math", "mcq", "short_answer", "qa", "code")
+TASK_TYPES: tuple[str, ...] = ("math", "mcq", "short_answer", "qa", "code", "loglik", "judge")
 
 #: Grader spec per task type before overrides. ``letters`` of ``mcq`` comes from the config.
 _GRADERS: dict[str, dict[str, Any]] = {
@@ -40,6 +40,8 @@ _GRADERS: dict[str, dict[str, Any]] = {
     "short_answer": {"type": "short_answer", "numeric_tolerance": None, "first_line": True},
     "qa": {"type": "qa", "style": "squad"},
     "code": {"type": "code", "timeout_s": 10.0, "memory_mb": 1024, "processes": 32},
+    "loglik": {"type": "loglik", "normalisation": "chars"},
+    "judge": {"type": "judge"},  # endpoint and model come from the task's grader config
 }
 
 #: The per-rollout score a task's report and comparisons use by default (``score_key``).
@@ -49,6 +51,8 @@ _SCORE_KEYS: dict[str, str] = {
     "short_answer": "correct",
     "qa": "metrics.f1",
     "code": "correct",
+    "loglik": "correct",
+    "judge": "correct",
 }
 
 _SAMPLING: dict[str, dict[str, Any]] = {
@@ -57,6 +61,9 @@ _SAMPLING: dict[str, dict[str, Any]] = {
     "short_answer": {"temperature": 0.7, "top_p": 1.0, "max_tokens": 16, "stop": ["\n"]},
     "qa": {"temperature": 0.7, "top_p": 1.0, "max_tokens": 32, "stop": ["\n"]},
     "code": {"temperature": 0.7, "top_p": 1.0, "max_tokens": 1024, "stop": None},
+    # log-likelihood tasks generate nothing: options are scored with echo and logprobs
+    "loglik": {"temperature": 0.0, "top_p": 1.0, "max_tokens": 1, "stop": None},
+    "judge": {"temperature": 0.7, "top_p": 1.0, "max_tokens": 512, "stop": None},
 }
 
 _TEMPLATES: dict[str, str] = {
@@ -79,6 +86,8 @@ _TEMPLATES: dict[str, str] = {
         "{{ question }}\n\nReply with a complete Python program, including the imports it "
         "needs, in one ```python code block."
     ),
+    "loglik": "Question: {{ question }}\nAnswer:",
+    "judge": "{{ question }}",
 }
 
 _SAMPLING_KEYS = ("temperature", "top_p", "max_tokens", "stop")
@@ -141,7 +150,7 @@ class TaskSpec:
     licence: str
     cluster_field: str | None
     type: str = "math"
-    """``math``, ``mcq``, ``short_answer``, ``qa`` or ``code``."""
+    """``math``, ``mcq``, ``short_answer``, ``qa``, ``code``, ``loglik`` or ``judge``."""
     shuffle_choices: bool = False
     """MCQ only: present the choices in a seeded per-problem permutation."""
     seed: int = 0
@@ -348,13 +357,25 @@ def parse_config(
             raise _fail(
                 where, f"letters {letters!r} and grader.letters {grader_letters!r} differ; set one"
             )
+    if task_type in ("mcq", "loglik"):
         answer_format = cfg.get("answer_format", "auto")
         if answer_format not in _ANSWER_FORMATS:
             raise _fail(
                 where,
                 f"answer_format must be one of {', '.join(_ANSWER_FORMATS)}; got {answer_format!r}",
             )
-    else:
+    if task_type == "loglik":
+        # options are scored, not named by letter: any number of them
+        raw_choices = cfg.get("choices_field", "choices")
+        choices = _field_list(raw_choices, "choices_field", where)
+        choices_field = choices[0] if isinstance(raw_choices, str) else choices
+        letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+        present = [k for k in ("letters", "shuffle_choices") if cfg.get(k) not in (None, False)]
+        if present:
+            raise _fail(where, f"{', '.join(present)} only apply to type mcq (this task is loglik)")
+        if cfg.get("chat"):
+            raise _fail(where, "a loglik task scores raw text; chat does not apply (remove it)")
+    elif task_type != "mcq":
         present = [k for k in mcq_keys if cfg.get(k) not in (None, False)]
         if present:
             raise _fail(
@@ -368,7 +389,7 @@ def parse_config(
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise _fail(where, f"seed must be an integer, got {seed!r}")
 
-    chat = cfg.get("chat", True)
+    chat = cfg.get("chat", task_type != "loglik")
     if not isinstance(chat, bool):
         raise _fail(where, f"chat must be true or false, got {chat!r}")
     template = cfg.get("template") or _TEMPLATES[task_type]

@@ -12,15 +12,17 @@ Run it by hand with ``python -m rolleval.testing.server --port 8000``.
 
 from .._public import publish
 from ._faults import Fault, ServerRequest, fail_first
-from ._server import OpenAIServer, Responder, echo_responder
+from ._server import OpenAIServer, Responder, echo_logprobs, echo_responder, toy_logprob
 
 __all__ = [
     "Fault",
     "OpenAIServer",
     "Responder",
     "ServerRequest",
+    "echo_logprobs",
     "echo_responder",
     "fail_first",
+    "toy_logprob",
 ]
 
 publish(__name__, globals(), __all__)

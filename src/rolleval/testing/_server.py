@@ -9,6 +9,7 @@ foreground (``python -m rolleval.testing.server``).
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
 from collections import Counter, deque
@@ -20,7 +21,15 @@ import orjson
 
 from ._faults import Fault, FaultHook, ServerRequest
 
-__all__ = ["OpenAIServer", "Responder", "echo_responder"]
+__all__ = [
+    "LogprobFn",
+    "OpenAIServer",
+    "Responder",
+    "echo_logprobs",
+    "echo_responder",
+    "toy_logprob",
+    "word_tokens",
+]
 
 #: ``responder(request_json)`` returns the text, a ``(text, finish_reason)`` pair, or a dict
 #: ``{"text": ..., "finish_reason": ...}``; called once per returned choice.
@@ -52,6 +61,63 @@ def echo_responder(request: dict[str, Any]) -> tuple[str, str]:
     return text, "stop"
 
 
+#: ``logprob_fn(prefix, token)``: the log-prob of word token ``token`` after the text ``prefix``.
+LogprobFn = Callable[[str, str], float]
+
+_PROBE_BIGRAMS: set[tuple[str, str]] = set()
+
+
+def toy_logprob(prefix: str, token: str) -> float:
+    """A toy language model over words: -0.5 nats for a word that follows its predecessor in
+    one of the log-prob probe texts, -4 otherwise (so a fluent probe text scores far above
+    its scrambled words, as the probe requires)."""
+    if not _PROBE_BIGRAMS:
+        from ..client._logprob_probe import PROBE_TEXTS
+
+        for text in PROBE_TEXTS:
+            words = text.split()
+            _PROBE_BIGRAMS.update(itertools.pairwise(words))
+    words = prefix.split()
+    previous = words[-1] if words else ""
+    return -0.5 if (previous, token.strip()) in _PROBE_BIGRAMS else -4.0
+
+
+def word_tokens(text: str) -> list[str]:
+    """The test server's tokenizer: each word with the whitespace before it."""
+    tokens: list[str] = []
+    start = 0
+    i = 0
+    while i < len(text):
+        while i < len(text) and text[i].isspace():
+            i += 1
+        while i < len(text) and not text[i].isspace():
+            i += 1
+        tokens.append(text[start:i])
+        start = i
+    return [t for t in tokens if t]
+
+
+def echo_logprobs(prompt: str, logprob_fn: LogprobFn, *, shifted: bool = False) -> dict[str, Any]:
+    """The ``logprobs`` object of an echoed completion of ``prompt`` plus one generated
+    token ``" ."``: tokens, token_logprobs (``None`` for the first), top_logprobs (the token
+    itself and one unlikely alternative) and text_offset. ``shifted`` reproduces
+    llama-cpp-python's bug: each position holds the distribution of the next one."""
+    tokens = [*word_tokens(prompt), " ."]
+    offsets, at = [], 0
+    for t in tokens:
+        offsets.append(at)
+        at += len(t)
+    values: list[float | None] = [None]
+    top: list[dict[str, float] | None] = [None]
+    for i in range(1, len(tokens)):
+        j = min(i + 1, len(tokens) - 1) if shifted else i
+        own = logprob_fn(prompt[: offsets[j]], tokens[j])
+        values.append(-9.0 if shifted else own)
+        alt = " zzz" if tokens[j] != " zzz" else " yyy"
+        top.append({tokens[j]: own, alt: min(own, -7.0) - 1.0})
+    return {"tokens": tokens, "token_logprobs": values, "top_logprobs": top, "text_offset": offsets}
+
+
 class OpenAIServer:
     """OpenAI-protocol test server on ``host`` (default 127.0.0.1) and a free port.
 
@@ -69,6 +135,11 @@ class OpenAIServer:
     and ``GET /models`` answers 200 with a debug page of the request headers (not a model
     list).
     ``honour_n=False`` answers one choice whatever ``n`` asks (like llama.cpp's server).
+
+    ``/v1/completions`` with ``echo`` and ``logprobs`` echoes the prompt with per-token
+    log-probs (:func:`echo_logprobs`, word tokens scored by ``logprob_fn``, default
+    :func:`toy_logprob`). ``prompt_logprobs`` says how: ``"ok"``, ``"none"`` (no log-probs,
+    like llama.cpp's server) or ``"shifted"`` (like llama-cpp-python's server).
 
     Counters for assertions (read them after the client is done): ``path_counts`` (requests
     per path), ``fault_counts`` (per :attr:`Fault.label`, ``"ok"`` for normal answers),
@@ -89,8 +160,14 @@ class OpenAIServer:
         host: str = "127.0.0.1",
         port: int = 0,
         record: int = 10_000,
+        logprob_fn: LogprobFn | None = None,
+        prompt_logprobs: str = "ok",
     ) -> None:
         self.responder: Responder = responder or echo_responder
+        self.logprob_fn: LogprobFn = logprob_fn or toy_logprob
+        if prompt_logprobs not in ("ok", "none", "shifted"):
+            raise ValueError("prompt_logprobs must be 'ok', 'none' or 'shifted'")
+        self.prompt_logprobs = prompt_logprobs
         self.faults = faults
         self.model = model
         self.system_fingerprint = system_fingerprint
@@ -380,6 +457,15 @@ class OpenAIServer:
                 }
             else:
                 choice = {"index": i, "text": content, "finish_reason": finish, "logprobs": None}
+                if data.get("echo") and data.get("logprobs") is not None:
+                    choice["text"] = data["prompt"] + " ."
+                    choice["finish_reason"] = "length"
+                    if self.prompt_logprobs != "none":
+                        choice["logprobs"] = echo_logprobs(
+                            data["prompt"],
+                            self.logprob_fn,
+                            shifted=self.prompt_logprobs == "shifted",
+                        )
             choices.append(choice)
         if chat:
             prompt_text = " ".join(
