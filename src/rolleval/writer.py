@@ -48,7 +48,7 @@ from .records import (
     TaskSettings,
     dump_record,
 )
-from .runlock import LOCK_NAME, RunLock
+from .runlock import LOCK_NAME, RunLock, _pid_alive
 from .store import (
     JsonlAppender,
     RunDir,
@@ -83,7 +83,7 @@ def _remove_abandoned(target: Path, on_note: Callable[[str], None] | None) -> No
     prefix = f".{target.name}.partial-"
     for partial in target.parent.glob(f"{glob.escape(prefix)}*"):
         pid = partial.name[len(prefix) :].split("-")[0]
-        if not pid.isdigit() or _alive(int(pid)) or not (partial / LOCK_NAME).exists():
+        if not pid.isdigit() or _pid_alive(int(pid)) or not (partial / LOCK_NAME).exists():
             continue
         lock = RunLock(partial, command="cleanup")
         try:
@@ -96,16 +96,6 @@ def _remove_abandoned(target: Path, on_note: Callable[[str], None] | None) -> No
             lock.release()
         if on_note is not None:
             on_note(f"{partial}: removed a run directory left half-built by a process that died")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _occupied(path: Path) -> bool:
