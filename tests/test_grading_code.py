@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -119,8 +120,11 @@ def _sandbox_processes() -> list[int]:
 
 
 def test_hostile_rollouts_are_contained_and_grading_goes_on():
-    # outside /tmp (the sandbox has its own /tmp): next to this file
-    target = Path(__file__).with_name(f".escaped-{os.getpid()}.txt")
+    # outside /tmp (the sandbox has its own /tmp): next to this file, or in /var/tmp when the
+    # checkout itself lies under /tmp (a clone in a temporary folder)
+    here = Path(__file__).resolve().parent
+    under_tmp = here.is_relative_to(Path(tempfile.gettempdir()).resolve())
+    target = (Path("/var/tmp") if under_tmp else here) / f".escaped-{os.getpid()}.txt"
     tests = ["assert f(2) == 4"]
     hostile = {
         0: "import socket\nsocket.create_connection(('127.0.0.1', 9), timeout=1)\ndef f(x):\n    return 2 * x",
