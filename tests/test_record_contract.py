@@ -68,7 +68,7 @@ def _config(server, data, **over):
                 "answer_field": "answer",
             }
         ],
-        "n": 3,
+        "n_rollouts": 3,
         "grading_workers": 0,
         "max_retries": 0,
         "timeout_s": 5,
@@ -344,9 +344,10 @@ _V1_PROFILE = {
 }
 
 
-def test_files_written_by_the_first_schema_1_writers_read_unchanged(tmp_path):
+def test_files_written_by_the_first_schema_1_writers_read_as_schema_2(tmp_path):
     """The JSON files as rolleval 0.1.0's runner wrote them (nulls kept, no versions in
-    task.json / profile.json, judgement keys in the old order) read back unchanged."""
+    task.json / profile.json, judgement keys in the old order) read back unchanged, but for
+    the version (lifted to 2) and the manifest's ``measurement.n`` (now ``n_rollouts``)."""
     from rolleval.api import report_run
     from rolleval.records import Profile
 
@@ -391,9 +392,11 @@ def test_files_written_by_the_first_schema_1_writers_read_unchanged(tmp_path):
     (task / "judgements.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in judgements))
     rd = RunDir.open(run)
     assert rd.info.segments[0].completed == 4 and rd.task_names() == ["t"]
+    assert rd.info.schema_version == 2 and rd.info.measurement == {"model": "m", "n_rollouts": 2}
     tf = rd.task("t")
-    assert tf.read_task() == _V1_TASK  # every key, nulls included, as stored
-    assert tf.read_settings().schema_version == 1
+    # every key, nulls included, as stored; the version lifted to the current one
+    assert tf.read_task() == {**_V1_TASK, "schema_version": 2}
+    assert tf.read_settings().schema_version == 2
     assert Profile.model_validate(_V1_PROFILE).rollouts.effective == 4
     assert tf.read_prompts().by_id["t/b"].reference == ["2", "two"]
     assert len(tf.read_judgements().effective) == 4

@@ -43,7 +43,7 @@ def data_file(tmp_path):
 
 def _yaml(path, srv, data_file, extra=""):
     path.write_text(
-        f"model: {srv.model}\nendpoints: [{srv.base_url}]\nn: 3\ngrading_workers: 0\n{extra}"
+        f"model: {srv.model}\nendpoints: [{srv.base_url}]\nn_rollouts: 3\ngrading_workers: 0\n{extra}"
         f"tasks:\n  - {{name: sums, path: {data_file}, type: math, id_field: id, question_field: question, answer_field: answer}}\n"
     )
     return path
@@ -63,7 +63,7 @@ def _config(srv, data_file, **over):
                 "answer_field": "answer",
             }
         ],
-        "n": 3,
+        "n_rollouts": 3,
         "grading_workers": 0,
         "max_retries": 0,
         "timeout_s": 10,

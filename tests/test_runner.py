@@ -61,7 +61,7 @@ def _config(data_file, server, **over):
                 "answer_field": "answer",
             }
         ],
-        "n": 4,
+        "n_rollouts": 4,
         "seed": 11,
         "concurrency": 4,
         "max_retries": 3,
@@ -176,8 +176,10 @@ def test_existing_directory_refused_without_resume(tmp_path, data_file):
         with pytest.raises(UsageError, match="run directory exists; pass --resume"):
             run_eval(_config(data_file, srv), tmp_path / "run", progress=False)
         assert (tmp_path / "run" / "manifest.json").read_bytes() == before
-        with pytest.raises(UsageError, match=r"measurement config changed \(n: 4 -> 5"):
-            run_eval(_config(data_file, srv, n=5), tmp_path / "run", resume=True, progress=False)
+        with pytest.raises(UsageError, match=r"measurement config changed \(n_rollouts: 4 -> 5"):
+            run_eval(
+                _config(data_file, srv, n_rollouts=5), tmp_path / "run", resume=True, progress=False
+            )
         assert (tmp_path / "run" / "manifest.json").read_bytes() == before
         # throughput settings may change; a complete run resumes to the same report
         requests = srv.completion_requests
@@ -221,7 +223,9 @@ def test_every_rollout_failing_is_a_run_error(tmp_path, data_file):
         OpenAIServer(faults=lambda r: Fault.http_status(500)) as srv,
         pytest.raises(RunError, match=r"every one of the 12 rollouts failed .*HTTP 500"),
     ):
-        run_eval(_config(data_file, srv, max_retries=0, n=1), tmp_path / "run", progress=False)
+        run_eval(
+            _config(data_file, srv, max_retries=0, n_rollouts=1), tmp_path / "run", progress=False
+        )
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["status"] == "failed"
 
@@ -254,7 +258,7 @@ from rolleval import build_config, run_eval
 cfg = build_config({
     "model": "rolleval-test", "endpoints": [sys.argv[1]],
     "tasks": [{"name": "sums", "path": sys.argv[2], "type": "math", "id_field": "id", "question_field": "question", "answer_field": "answer"}],
-    "n": 4, "seed": 11, "concurrency": 2, "grading_workers": 0, "timeout_s": 30})
+    "n_rollouts": 4, "seed": 11, "concurrency": 2, "grading_workers": 0, "timeout_s": 30})
 run_eval(cfg, sys.argv[3], resume=len(sys.argv) > 4, progress=False)
 """
 
@@ -298,7 +302,9 @@ def test_sigkill_midway_then_resume_matches_uninterrupted_run(tmp_path, data_fil
 
 def test_cli_run_prints_report_and_exit_codes(tmp_path, data_file):
     with OpenAIServer(responder=math_responder) as srv:
-        cfg = _yaml_config(tmp_path / "run.yaml", srv, data_file, "n: 2\ngrading_workers: 0\n")
+        cfg = _yaml_config(
+            tmp_path / "run.yaml", srv, data_file, "n_rollouts: 2\ngrading_workers: 0\n"
+        )
         res = _cli("run", "--config", str(cfg), "--out", str(tmp_path / "r"), "--no-progress")
         assert res.returncode == 0, res.stderr
         assert "pass@1" in res.stdout and "rollouts completed" in res.stdout
@@ -309,9 +315,9 @@ def test_cli_run_prints_report_and_exit_codes(tmp_path, data_file):
         res = _cli("run", "--config", str(cfg), "--out", str(tmp_path / "r2"), "--bogus")
         assert res.returncode == 2 and "--bogus" in res.stderr
     bad = tmp_path / "bad.yaml"
-    bad.write_text("model: x\ntasks: [sums]\nn: zero\n")
+    bad.write_text("model: x\ntasks: [sums]\nn_rollouts: zero\n")
     res = _cli("run", "--config", str(bad), "--out", str(tmp_path / "r3"))
-    assert res.returncode == 2 and "n:" in res.stderr and "Traceback" not in res.stderr
+    assert res.returncode == 2 and "n_rollouts:" in res.stderr and "Traceback" not in res.stderr
     assert not (tmp_path / "r3").exists()
 
 
@@ -322,7 +328,7 @@ def test_ctrl_c_leaves_a_resumable_run_and_exits_130(tmp_path, data_file, sig):
         return math_responder(request)
 
     with OpenAIServer(responder=slow) as srv:
-        extra = "n: 4\nseed: 11\nconcurrency: 2\ngrading_workers: 0\n"
+        extra = "n_rollouts: 4\nseed: 11\nconcurrency: 2\ngrading_workers: 0\n"
         cfg = _yaml_config(tmp_path / "run.yaml", srv, data_file, extra)
         out = tmp_path / "r"
         env = {**os.environ, "PYTHONWARNINGS": "ignore"}

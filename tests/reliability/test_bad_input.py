@@ -99,7 +99,7 @@ def _config(tmp_path: Path, server: OpenAIServer, **over) -> Path:
         "model": server.model,
         "endpoints": [server.base_url],
         "tasks": [math_task_entry(data)],
-        "n": 4,
+        "n_rollouts": 4,
         "grading_workers": 0,
         **over,
     }
@@ -151,8 +151,8 @@ def test_show_on_a_string_index_is_exit_2_naming_the_line(tmp_path) -> None:
 def test_duplicate_key_in_config_is_refused(tmp_path) -> None:
     with OpenAIServer() as server:
         config = _config(tmp_path, server)
-        config.write_text(config.read_text() + "n: 16\n", encoding="utf-8")
+        config.write_text(config.read_text() + "n_rollouts: 16\n", encoding="utf-8")
         res = run_cli("run", "--config", str(config), "--out", str(tmp_path / "out"))
         assert server.path_counts == {}
     _one_line_naming(res, config.name)
-    assert b"'n' is given twice" in res.stderr
+    assert b"'n_rollouts' is given twice" in res.stderr

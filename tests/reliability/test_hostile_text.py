@@ -42,7 +42,7 @@ def _config(tmp_path: Path, server: OpenAIServer, n_problems: int = 3, **over) -
         "model": server.model,
         "endpoints": [server.base_url],
         "tasks": [math_task_entry(data)],
-        "n": 2,
+        "n_rollouts": 2,
         "concurrency": 2,
         "max_retries": 0,
         "timeout_s": 5,

@@ -84,7 +84,7 @@ def _config(tmp_path: Path, server: OpenAIServer, n_problems: int = 6, **over) -
         "model": server.model,
         "endpoints": [server.base_url],
         "tasks": [math_task_entry(data)],
-        "n": 2,
+        "n_rollouts": 2,
         "api_key_env": KEY_ENV,
         "concurrency": 4,
         "max_retries": 1,
@@ -135,7 +135,7 @@ def test_every_fault_kind_with_a_marker_key_leaks_nothing(tmp_path: Path) -> Non
     with OpenAIServer(
         responder=sum_responder, faults=hook, api_key=KEY, echo_headers=True
     ) as server:
-        config = _config(tmp_path, server, n_problems=12, n=4)
+        config = _config(tmp_path, server, n_problems=12, n_rollouts=4)
         env = cli_env(**{KEY_ENV: KEY})
         out = Outputs()
         run_dir = tmp_path / "run"

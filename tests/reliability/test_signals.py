@@ -94,7 +94,7 @@ def _config(tmp_path: Path, server: OpenAIServer) -> Path:
         "model": server.model,
         "endpoints": [server.base_url],
         "tasks": [math_task_entry(data)],
-        "n": N_ROLLOUTS,
+        "n_rollouts": N_ROLLOUTS,
         "seed": 3,
         "concurrency": 2,
         "timeout_s": 10,

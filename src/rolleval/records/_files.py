@@ -75,12 +75,29 @@ class Segment(RecordPart):
     status: RunStatus | None = None
 
 
+def _unchanged(data: dict[str, Any]) -> dict[str, Any]:
+    return data
+
+
+def _rename_measurement_n(data: dict[str, Any]) -> dict[str, Any]:
+    """``measurement.n`` (schema 1; baseline files copy it) is ``n_rollouts`` from schema 2."""
+    measurement = data.get("measurement")
+    if isinstance(measurement, dict) and "n" in measurement and "n_rollouts" not in measurement:
+        data["measurement"] = {("n_rollouts" if k == "n" else k): v for k, v in measurement.items()}
+    return data
+
+
+#: Schema 2 changed only the manifest: the other run files and the streams read as they are.
+_SAME_SINCE_1: dict[int, Any] = {1: _unchanged}
+
+
 class RunManifest(FileModel):
     """``manifest.json``: identity, status, settings and provenance of a run."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
 
     kind: ClassVar[str] = "run schema"
+    _upgrades: ClassVar[dict[int, Any]] = {1: _rename_measurement_n}
 
     schema_version: int = SCHEMA_VERSION
     """Version of the run-directory format (:data:`~rolleval.records.SCHEMA_VERSION`)."""
@@ -93,7 +110,8 @@ class RunManifest(FileModel):
     """Version of rolleval that created the run."""
     status: RunStatus = "completed"
     measurement: dict[str, Any] | None = None
-    """Settings that decide what the numbers mean; ``--resume`` refuses any change."""
+    """Settings that decide what the numbers mean; ``--resume`` refuses any change.
+    Schema 1 named the rollout count ``n``; reading lifts it to ``n_rollouts``."""
     throughput: dict[str, Any] | None = None
     """Settings that only decide speed; may change on resume. Never the API key itself."""
     config: RunSummary = Field(default_factory=RunSummary)
@@ -138,6 +156,7 @@ class TaskSettings(FileModel):
     """``task.json``: how a task was run, graded and reported, and what data it used."""
 
     kind: ClassVar[str] = "task settings schema"
+    _upgrades: ClassVar[dict[int, Any]] = _SAME_SINCE_1
 
     schema_version: int = SCHEMA_VERSION
     """Same version as the manifest's (absent in files written before it was recorded: 1)."""
@@ -220,6 +239,7 @@ class Profile(FileModel):
     """``profile.json``: token usage, latency percentiles, throughput, from stored rollouts."""
 
     kind: ClassVar[str] = "profile schema"
+    _upgrades: ClassVar[dict[int, Any]] = _SAME_SINCE_1
 
     schema_version: int = SCHEMA_VERSION
     rollouts: ProfileRollouts
@@ -279,6 +299,9 @@ class BaselineFile(FileModel):
 
     kind: ClassVar[str] = "baseline schema"
     current_version: ClassVar[int] = BASELINE_SCHEMA
+    stale_fix: ClassVar[str] = (
+        "write it again from its run with `rolleval baseline save RUN --out FILE --force`"
+    )
 
     schema_version: int = BASELINE_SCHEMA
     format: Literal["rolleval-baseline"] = BASELINE_FORMAT
@@ -287,15 +310,22 @@ class BaselineFile(FileModel):
     model: str | None = None
     provenance: dict[str, Any] | None = None
     measurement: dict[str, Any] | None = None
+    """The run manifest's ``measurement`` (a file saved from a schema-1 run says ``n``:
+    read as ``n_rollouts``)."""
     run_status: str | None = None
     """The run's status when the baseline was saved (``completed`` unless forced)."""
     tasks: dict[str, BaselineTask] = Field(default_factory=dict)
+
+    @classmethod
+    def _normalise(cls, data: dict[str, Any]) -> dict[str, Any]:
+        return _rename_measurement_n(data)
 
 
 class LockHolder(FileModel):
     """``.rolleval.lock``: who holds the run directory's write lock (empty when free)."""
 
     kind: ClassVar[str] = "lock file schema"
+    _upgrades: ClassVar[dict[int, Any]] = _SAME_SINCE_1
 
     schema_version: int = SCHEMA_VERSION
     pid: int
