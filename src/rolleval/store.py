@@ -435,6 +435,8 @@ def _field_error(exc: ValidationError, *, skip: int = 0) -> str:
     msg = err["msg"]
     if err["type"] == "extra_forbidden":
         msg = "unknown field (not in the record model; a typo, or a file from another tool)"
+    elif err["type"] == "value_error" and "error" in err.get("ctx", {}):
+        msg = str(err["ctx"]["error"])  # a model's own check: its message, without "Value error, "
     return f"{loc!r}: {msg}" if loc else msg
 
 

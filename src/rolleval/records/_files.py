@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Final, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from ._base import SCHEMA_VERSION, FileModel, RecordPart
 
@@ -290,8 +290,44 @@ class BaselineTask(RecordPart):
     values: dict[str, list[float | None]]
     health: dict[str, dict[Literal["numerator", "denominator"], list[float]]]
     """Pooled health counts: name -> per-problem numerator and denominator."""
-    votes: list[tuple[list[tuple[int, bool]], int]]
-    """Per problem: the answer clusters as (size, correct), and rollouts voting for nothing."""
+    votes: list[tuple[list[tuple[int, bool]], int]] | None = None
+    """Per problem: the answer clusters as (size, correct), and rollouts voting for nothing
+    (absent or empty: not stored, as in files saved before issue 10 was fixed; maj@n and
+    self-consistency then refuse the file)."""
+
+    @model_validator(mode="after")
+    def _one_entry_per_problem(self) -> BaselineTask:
+        """Every per-problem list holds one entry per id; ids are distinct."""
+        n_problems = len(self.ids)
+        if len(set(self.ids)) != n_problems:
+            raise ValueError("a problem id is listed twice in 'ids'")
+        lists: dict[str, list[Any]] = {
+            "hashes": self.hashes,
+            "n": self.n,
+            "c": self.c,
+            "requested": self.requested,
+            "gradable": self.gradable,
+            "unjudged": self.unjudged,
+            "missing": self.missing,
+        }
+        if self.clusters is not None:
+            lists["clusters"] = self.clusters
+        if self.votes:
+            lists["votes"] = self.votes
+        for name, values in self.values.items():
+            lists[f"values.{name}"] = values
+        for name, counts in self.health.items():
+            for part in ("numerator", "denominator"):
+                if part not in counts:
+                    raise ValueError(f"'health.{name}' has no {part!r} list")
+                lists[f"health.{name}.{part}"] = counts[part]
+        for name, values in lists.items():
+            if len(values) != n_problems:
+                raise ValueError(
+                    f"{name!r} has {len(values)} entries for {n_problems} problems ('ids'); "
+                    "every per-problem list needs one entry per problem"
+                )
+        return self
 
 
 class BaselineFile(FileModel):
