@@ -75,6 +75,6 @@ def test_both_names_in_a_file_are_refused_naming_it(tmp_path):
 
 def test_k_above_the_rollout_count_names_n_rollouts():
     with pytest.raises(
-        UsageError, match=r"ks: .*k=16 is greater than n_rollouts=8 .*raise n_rollouts"
+        UsageError, match=r"^flags: ks: k=16 is greater than n_rollouts=8 .*raise n_rollouts$"
     ):
         config_from_flags(None, {"model": "m", "tasks": ("x",), "n_rollouts": 8, "ks": (1, 16)})

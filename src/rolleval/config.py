@@ -265,6 +265,8 @@ def build_config(data: dict[str, Any], *, source: str = "config") -> RunConfig:
                 )
             )
             msg = f"unknown setting (allowed: {allowed})"
+        elif err["type"] == "value_error" and "error" in err.get("ctx", {}):
+            msg = str(err["ctx"]["error"])  # our own check's message, without "Value error, "
         raise UsageError(f"{source}: {loc}: {msg}") from None
     config._source = source
     return config

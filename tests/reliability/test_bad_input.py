@@ -129,7 +129,7 @@ def test_ks_above_n_is_refused_before_the_first_request(tmp_path, where) -> None
             args = ["--config", str(config), "--k", "1", "--k", "8"]
         res = run_cli("run", *args, "--out", str(tmp_path / "out"))
         assert server.path_counts == {}
-    assert res.returncode == 2 and b"k=8 is greater than n=4" in res.stderr, res.stderr
+    assert res.returncode == 2 and b"ks: k=8 is greater than n_rollouts=4" in res.stderr, res.stderr
     assert res.stderr.count(b"\n") == 1
     assert not (tmp_path / "out").exists()
 
