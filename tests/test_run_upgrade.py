@@ -13,21 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import assert_run_valid, run_cli
-from rolleval import build_config, run_eval
+from conftest import assert_run_valid, run_cli, run_config, write_run_yaml
+from rolleval import run_eval
 from rolleval.errors import UsageError
 from rolleval.store import RunDir
 from rolleval.testing import OpenAIServer
 
 OLD = Path(__file__).parent / "data" / "run-schema1"
-TASK = {
-    "name": "sums",
-    "path": "sums.jsonl",
-    "type": "math",
-    "id_field": "id",
-    "question_field": "question",
-    "answer_field": "answer",
-}
 
 
 def _responder(request):
@@ -65,17 +57,8 @@ def test_the_stored_manifest_is_schema_1_and_reads_as_schema_2(old_run):
 def test_an_old_run_resumes_without_a_config_change(old_run):
     before = _manifest(old_run)
     with OpenAIServer(responder=_responder) as srv:
-        cfg = build_config(
-            {
-                "model": srv.model,
-                "endpoints": [srv.base_url],  # another port: throughput may change
-                "tasks": [TASK],
-                "n_rollouts": 2,
-                "seed": 5,
-                "max_retries": 0,
-                "grading_workers": 0,
-            }
-        )
+        # the settings make.py used; the server's port differs (throughput may change)
+        cfg = run_config(srv, "sums.jsonl", n_rollouts=2, seed=5)
         out = run_eval(cfg, old_run, resume=True, progress=False)
         assert srv.completion_requests == 2  # the two rollouts that failed, and only they
     assert out.failed == 0 and out.completed == 2
@@ -93,22 +76,17 @@ def test_an_old_run_resumes_without_a_config_change(old_run):
 def test_an_old_run_still_refuses_a_changed_rollout_count(old_run):
     before = (old_run / "manifest.json").read_bytes()
     with OpenAIServer(responder=_responder) as srv:
-        cfg = build_config(
-            {"model": srv.model, "endpoints": [srv.base_url], "tasks": [TASK], "seed": 5}
-        )  # n_rollouts left at its default, 8
-        with pytest.raises(UsageError, match=r"config changed \(n_rollouts: 2 -> 8\)"):
+        cfg = run_config(srv, "sums.jsonl", n_rollouts=3, seed=5)
+        with pytest.raises(UsageError, match=r"config changed \(n_rollouts: 2 -> 3\)"):
             run_eval(cfg, old_run, resume=True, progress=False)
         assert srv.completion_requests == 0
     assert (old_run / "manifest.json").read_bytes() == before
 
 
-def _yaml(path: Path, srv: OpenAIServer, count: str) -> Path:
-    path.write_text(
-        f"model: {srv.model}\nendpoints: [{srv.base_url}]\n{count}seed: 5\nmax_retries: 0\n"
-        "grading_workers: 0\ntasks:\n  - {name: sums, path: sums.jsonl, type: math, "
-        "id_field: id, question_field: question, answer_field: answer}\n"
+def _yaml(path: Path, srv: OpenAIServer, **count: int) -> Path:
+    return write_run_yaml(
+        path, srv, "sums.jsonl", **count, seed=5, max_retries=0, grading_workers=0
     )
-    return path
 
 
 def test_an_old_config_file_runs_and_resumes_from_the_cli(tmp_path):
@@ -116,7 +94,7 @@ def test_an_old_config_file_runs_and_resumes_from_the_cli(tmp_path):
     note on stderr, and resumes its run without a config change."""
     shutil.copy(OLD / "sums.jsonl", tmp_path / "sums.jsonl")
     with OpenAIServer(responder=_responder) as srv:
-        config = _yaml(tmp_path / "run.yaml", srv, "n: 2\n")
+        config = _yaml(tmp_path / "run.yaml", srv, n=2)
         args = ("run", "--config", str(config), "--out", str(tmp_path / "run"), "--no-progress")
         res = run_cli(*args)
         assert res.returncode == 0, res.stderr
@@ -132,7 +110,7 @@ def test_an_old_config_file_runs_and_resumes_from_the_cli(tmp_path):
 def test_both_names_of_the_rollout_count_are_refused(tmp_path):
     shutil.copy(OLD / "sums.jsonl", tmp_path / "sums.jsonl")
     with OpenAIServer(responder=_responder) as srv:
-        config = _yaml(tmp_path / "run.yaml", srv, "n: 2\nn_rollouts: 4\n")
+        config = _yaml(tmp_path / "run.yaml", srv, n=2, n_rollouts=4)
         res = run_cli("run", "--config", str(config), "--out", str(tmp_path / "run"))
         assert srv.path_counts == {}
     assert res.returncode == 2
