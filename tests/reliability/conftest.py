@@ -23,6 +23,7 @@ import pytest
 from conftest import math_task_entry as math_task_entry
 from conftest import sum_responder as sum_responder
 from conftest import write_math_task as write_math_task
+from conftest import write_run_yaml as write_run_yaml
 from rolleval.testing import Fault
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")

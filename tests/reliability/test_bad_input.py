@@ -7,12 +7,11 @@ from pathlib import Path
 
 import orjson
 import pytest
-import yaml
 
 from rolleval.synthetic import write_synthetic_run
 from rolleval.testing import OpenAIServer
 
-from .conftest import math_task_entry, run_cli, sum_responder, write_math_task
+from .conftest import run_cli, sum_responder, write_math_task, write_run_yaml
 
 
 @pytest.fixture(scope="module")
@@ -95,17 +94,9 @@ def test_policy_tasks_as_a_string_is_a_one_item_list(runs, tmp_path) -> None:
 
 def _config(tmp_path: Path, server: OpenAIServer, **over) -> Path:
     data = write_math_task(tmp_path / "sums.jsonl", 3)
-    cfg = {
-        "model": server.model,
-        "endpoints": [server.base_url],
-        "tasks": [math_task_entry(data)],
-        "n_rollouts": 4,
-        "grading_workers": 0,
-        **over,
-    }
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
-    return path
+    return write_run_yaml(
+        tmp_path / "config.yaml", server, data, **{"n_rollouts": 4, "grading_workers": 0, **over}
+    )
 
 
 def test_non_utf8_config_is_exit_2(tmp_path) -> None:
