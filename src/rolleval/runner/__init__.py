@@ -194,7 +194,7 @@ async def _run_async(
             record_resume(resumed, config, prov)
         resume = resumed is not None
         with resumed or create_run(out, config, tasks, prov, on_note=say) as writer:
-            plans = _plan(writer, tasks, config.n)
+            plans = _plan(writer, tasks, config.n_rollouts)
             requested = sum(len(p.requests) for p in plans)
             if resume:
                 n_grade = sum(len(p.to_grade) for p in plans)
