@@ -27,6 +27,7 @@ __all__ = [
     "check_unique",
     "make_prompt",
     "source_error",
+    "with_clusters",
 ]
 
 
@@ -142,6 +143,22 @@ def make_prompt(
         extras=extras or {},
         content_hash=source_hash,
     )
+
+
+def with_clusters(judgements: list[JudgementRecord]) -> list[JudgementRecord]:
+    """Fill in maj@n answer clusters the source did not give: rollouts of one problem whose
+    extracted answers are the same string share the lowest such index."""
+    lowest: dict[tuple[str, str], int] = {}
+    for j in judgements:
+        if j.cluster is None and j.extracted is not None and j.gradable:
+            key = (j.problem_id, j.extracted)
+            lowest[key] = min(lowest.get(key, j.index), j.index)
+    return [
+        j.model_copy(update={"cluster": lowest[(j.problem_id, j.extracted)]})
+        if j.cluster is None and j.extracted is not None and j.gradable
+        else j
+        for j in judgements
+    ]
 
 
 def source_error(path: Path, what: str, fix: str, *, line: int | None = None) -> DataError:
