@@ -65,9 +65,12 @@ class ImportedTask:
     """``content_hash`` (prompt as sent + reference) or ``id`` (the source lacks one)."""
     source_metrics: dict[str, Any] = field(default_factory=dict)
     """The source's own aggregate numbers for this task (e.g. lm-eval's ``exact_match``)."""
-    stream: Iterator[tuple[PromptRecord, list[RolloutRecord], list[JudgementRecord]]] | None = None
-    """Instead of the three lists: one ``(prompt, rollouts, judgements)`` per problem, read
-    once by the writer (large sources); the other fields are final once it is exhausted."""
+    stream: Iterator[tuple[list[Any], list[Any], list[Any]]] | None = None
+    """Instead of the three lists: batches ``(prompts, rollouts, judgements)`` holding whole
+    problems, read once by the writer (large sources). A batch holds record models, or the
+    record line structs of :mod:`rolleval.records._lines` (the fast serializer of the same
+    models, for sources of millions of records); the other fields are final once the
+    stream is exhausted."""
 
 
 @dataclass
