@@ -163,6 +163,11 @@ class FastLines:
         add_p, add_r, add_j = prompts.append, rollouts.append, judgements.append
         no_value = "lm-eval logged no value for the metric"
         encode = _encode
+        replace = msgspec.structs.replace
+        # every record of this task shares these values: copy a template, set the rest
+        prompt_line = PromptLine(problem_id="-", reference_kind="answer")
+        rollout_line = RolloutLine(problem_id="-", index=0, status="ok", attempt=1, retries=0)
+        judgement_line = JudgementLine(problem_id="-", index=0, status="ok", grader=identity)
         take_first = st.take_first_for(primary)
         messages = _messages.decode
         for i, row in enumerate(rows):
@@ -231,11 +236,11 @@ class FastLines:
                     if v is not _UNSET
                 }
             add_p(
-                PromptLine(
+                replace(
+                    prompt_line,
                     problem_id=pid,
                     prompt=prompt,
                     reference=ref,
-                    reference_kind="answer",
                     extras=extras,
                     content_hash=ch,
                 )
@@ -243,16 +248,7 @@ class FastLines:
             for attr, name in extra:
                 if getattr(row, attr) is not _UNSET:
                     unmapped.add(name, "field not known to the importer")
-            add_r(
-                RolloutLine(
-                    problem_id=pid,
-                    index=0,
-                    status="ok",
-                    text=texts[0] if n else None,
-                    attempt=1,
-                    retries=0,
-                )
-            )
+            add_r(replace(rollout_line, problem_id=pid, text=texts[0] if n else None))
             value = row.m_primary
             tv = type(value)
             if tv is float or tv is int or tv is bool:
@@ -263,25 +259,15 @@ class FastLines:
                 else:
                     x = extracted(filtered or [])
                 add_j(
-                    JudgementLine(
+                    replace(
+                        judgement_line,
                         problem_id=pid,
-                        index=0,
-                        status="ok",
                         extracted=x,
                         correct=v >= 1.0,
                         score=v if 0.0 < v < 1.0 else None,
                         cluster=None if x is None else 0,
-                        grader=identity,
                     )
                 )
             else:
                 unmapped.add("metric value", "missing or not a number")
-                add_j(
-                    JudgementLine(
-                        problem_id=pid,
-                        index=0,
-                        status="ok",
-                        grader=identity,
-                        grader_error=no_value,
-                    )
-                )
+                add_j(replace(judgement_line, problem_id=pid, grader_error=no_value))
