@@ -208,12 +208,14 @@ def write_imported_run(
             )
             tw.write_settings(settings)
             if regrade is None and written.columns is not None:
-                # as read back from task.json: the keys the file holds (None left out)
+                # as read back from task.json: the keys the file holds (None left out);
+                # the problem hashes are the dict just validated, not copied once more
+                read_back = settings.model_dump(
+                    mode="json", exclude_none=True, exclude={"problem_hashes"}
+                )
+                read_back["problem_hashes"] = written.hashes
                 task_reports[task.name] = task_report_of_columns(
-                    tw.files,
-                    settings.model_dump(mode="json", exclude_none=True),
-                    *written.columns,
-                    InferenceSettings(),
+                    tw.files, read_back, *written.columns, InferenceSettings()
                 )
             written.columns = None
             if regrade is not None:
