@@ -430,15 +430,20 @@ def _stream(
     R: list[RolloutLine] = []
     J: list[JudgementLine] = []
 
-    def generic(number: int, raw: bytes, terminated: bool) -> None:
-        recs = st.line(
-            number, parse_jsonl_line(raw, path=path, line=number, what=_WHAT, terminated=terminated)
-        )
+    def add(recs: tuple[PromptRecord, list[RolloutRecord], list[JudgementRecord]] | None) -> None:
         if recs is not None:
             p, rs, js = recs
             P.append(line_of(p))
             R.extend(line_of(r) for r in rs)
             J.extend(line_of(j) for j in js)
+
+    def generic(number: int, raw: bytes, terminated: bool) -> None:
+        add(
+            st.line(
+                number,
+                parse_jsonl_line(raw, path=path, line=number, what=_WHAT, terminated=terminated),
+            )
+        )
 
     for first, chunk, terminated in iter_jsonl_chunks(path, _CHUNK):
         rows = fast.decode_chunk(chunk) if fast is not None else None
@@ -453,26 +458,20 @@ def _stream(
             for j, raw in enumerate(lines):
                 if not raw.strip():
                     continue
-                if not started:
+                if not started:  # the first line: generic, then it sets up the typed path
                     number = first + j
                     line = parse_jsonl_line(
                         raw, path=path, line=number, what=_WHAT, terminated=terminated or j < last
                     )
-                    recs = st.line(number, line)
-                    started = st.primary_filter is not None
-                    if recs is not None:
-                        p, rs, js = recs
-                        P.append(line_of(p))
-                        R.extend(line_of(r) for r in rs)
-                        J.extend(line_of(j_) for j_ in js)
-                    if started:
-                        fast = st.fast(line)
-                        rest = b"\n".join(lines[j + 1 :])
-                        rows = fast.decode_chunk(rest) if fast is not None and rest else None
-                        if rows is not None:  # the rest of the first chunk, typed at once
-                            for i in fast.records(rows, P, R, J):  # type: ignore[union-attr]
-                                generic(number + 1 + i, lines[j + 1 + i], True)
-                            break
+                    add(st.line(number, line))
+                    started = True
+                    fast = st.fast(line)
+                    rest = b"\n".join(lines[j + 1 :])
+                    rows = fast.decode_chunk(rest) if fast is not None and rest else None
+                    if rows is not None:  # the rest of the first chunk, typed at once
+                        for i in fast.records(rows, P, R, J):  # type: ignore[union-attr]
+                            generic(number + 1 + i, lines[j + 1 + i], True)
+                        break
                     continue
                 row = fast.decode_line(raw) if fast is not None else None
                 if row is None or next(fast.records([row], P, R, J), None) is not None:  # type: ignore[union-attr]
