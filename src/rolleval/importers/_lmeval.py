@@ -365,6 +365,7 @@ class _Samples:
     def finish(self) -> None:
         """Settings, notes and counts of the task, once every line was read."""
         path, name, results, task = self.path, self.name, self.results, self.task
+        self.seen = set()  # every doc_id was checked: free it before the report is built
         if self.primary_filter is None:
             raise source_error(
                 path, "the samples file holds no samples", "pass a non-empty lm-eval samples file"
