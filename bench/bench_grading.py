@@ -24,8 +24,11 @@ Log-likelihood choice (needs the embedded model, ``rolleval[local]``)
     the same run and against the same server: a bare ``httpx.AsyncClient`` loop posting the
     same ``/v1/completions`` echo requests (same bodies, 4 in flight), timed alone. The
     server scores one request at a time, so both sides are bounded by it and the ratio
-    measures what rolleval adds. The bench checks that both sides got the same option
-    log-probs.
+    measures what rolleval adds; on a loaded machine the server's speed swings more than
+    that (``--repeat N`` runs N rounds, alternating which side goes first, and keeps each
+    side's best). The client CPU time per option (this process and its reaped children,
+    not the server) is printed too: it does not depend on the server's speed. The bench
+    checks that both sides got the same option log-probs.
 
 LLM-judged answers (needs the embedded model)
     Judged answers per second: ``rolleval.run_eval`` of a ``type: judge`` task over
@@ -191,7 +194,7 @@ def _no_local_model() -> str | None:
     return None
 
 
-def bench_loglik(task: str, problems: int, concurrency: int = 4) -> None:
+def bench_loglik(task: str, problems: int, rounds: int = 1, concurrency: int = 4) -> None:
     if (problem := _no_local_model()) is not None:
         print(f"loglik scoring: skipped, no embedded model here ({problem})")
         return
@@ -224,10 +227,22 @@ def bench_loglik(task: str, problems: int, concurrency: int = 4) -> None:
                 "seed": 1,
             }
         )
-        t0 = time.perf_counter()
-        out = run_eval(cfg, Path(tmp) / "run", progress=False)
-        ours_s = time.perf_counter() - t0
-        folder = Path(tmp) / "run" / "tasks" / task
+
+        def ours() -> tuple[float, float]:
+            folder = Path(tmp) / f"run{len(runs)}"
+            wall, cpu = time.perf_counter(), _cpu_seconds()
+            runs.append((folder, run_eval(cfg, folder, progress=False)))
+            return time.perf_counter() - wall, _cpu_seconds() - cpu
+
+        def peer() -> tuple[float, float]:
+            wall, cpu = time.perf_counter(), _cpu_seconds()
+            answers[:] = asyncio.run(peer_echo_loop(server.base_url, bodies, concurrency))
+            return time.perf_counter() - wall, _cpu_seconds() - cpu
+
+        runs: list = []
+        answers: list[dict] = []
+        timings: dict[str, list[tuple[float, float]]] = {"ours": [ours()], "peer": []}
+        folder = runs[0][0] / "tasks" / task
         prompts = [
             PromptRecord.model_validate_json(line)
             for line in (folder / "prompts.jsonl").read_text().splitlines()
@@ -238,9 +253,11 @@ def bench_loglik(task: str, problems: int, concurrency: int = 4) -> None:
         }
         parts = [(p.problem_id, ctx, cont) for p in prompts for _, ctx, cont in option_texts(p)]
         bodies = [_echo_body(LOCAL_MODEL_NAME, ctx + cont) for _, ctx, cont in parts]
-        t0 = time.perf_counter()
-        answers = asyncio.run(peer_echo_loop(server.base_url, bodies, concurrency))
-        peer_s = time.perf_counter() - t0
+        timings["peer"].append(peer())
+        for round_ in range(1, rounds):  # later rounds alternate which side goes first
+            first, second = ("peer", "ours") if round_ % 2 else ("ours", "peer")
+            for side in (first, second):
+                timings[side].append(peer() if side == "peer" else ours())
     ok = sum(1 for r in rollouts.values() if r["status"] == "ok")
     ours_scores = [o["logprob"] for p in prompts for o in rollouts[p.problem_id]["options"]]
     peer_scores = [
@@ -249,15 +266,30 @@ def bench_loglik(task: str, problems: int, concurrency: int = 4) -> None:
     ]
     worst = max(abs(a - b) for a, b in zip(ours_scores, peer_scores, strict=True))
     n = len(bodies)
-    ours, theirs = n / ours_s, n / peer_s
-    acc = out.report["tasks"][task]["metrics"]["pass@1"]["value"]
+    ours_rate = n / min(w for w, _ in timings["ours"])
+    peer_rate = n / min(w for w, _ in timings["peer"])
+    ours_cpu = 1000 * min(c for _, c in timings["ours"]) / n
+    peer_cpu = 1000 * min(c for _, c in timings["peer"]) / n
+    acc = runs[0][1].report["tasks"][task]["metrics"]["pass@1"]["value"]
     print(
-        f"loglik scoring: rolleval {ours:.2f} options/s vs bare httpx loop {theirs:.2f}/s "
-        f"-> ratio {ours / theirs:.2f} ({n} options of {len(prompts)} {task} problems, "
-        f"{ok}/{len(prompts)} scored, acc {acc:.3f}; one embedded-model server, "
-        f"{concurrency} in flight; rolleval end to end incl. its endpoint probe "
-        f"({2 * len(PROBE_TEXTS)} requests) and records, peer requests only; option log-probs agree to {worst:.1e} nats; load {os.getloadavg()[0]:.1f})"
+        f"loglik scoring: rolleval {ours_rate:.2f} options/s vs bare httpx loop "
+        f"{peer_rate:.2f}/s -> ratio {ours_rate / peer_rate:.2f} ({n} options of "
+        f"{len(prompts)} {task} problems, {ok}/{len(prompts)} scored, acc {acc:.3f}; one "
+        f"embedded-model server, {concurrency} in flight, best of {rounds}; rolleval end to "
+        f"end incl. its endpoint probe ({2 * len(PROBE_TEXTS)} requests) and records, peer "
+        f"requests only; client CPU per option: rolleval {ours_cpu:.1f} ms, bare loop "
+        f"{peer_cpu:.1f} ms; option log-probs agree to {worst:.1e} nats; "
+        f"load {os.getloadavg()[0]:.1f})"
     )
+
+
+def _cpu_seconds() -> float:
+    """CPU seconds of this process and its reaped children (grading workers); the server,
+    a child not reaped until it stops, is not counted."""
+    import resource
+
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
 
 
 def _judge_candidate(rows: list[dict]):
@@ -366,7 +398,7 @@ def main() -> None:
     if "code" in only:
         bench_code(args.code_limit, args.repeat)
     if "loglik" in only:
-        bench_loglik(args.loglik_task, args.loglik_problems)
+        bench_loglik(args.loglik_task, args.loglik_problems, args.repeat)
     if "judge" in only:
         bench_judge(args.judge_problems)
 
