@@ -61,7 +61,14 @@ def _config(folder: Path, candidate: OpenAIServer, judge_url: str, prompt: str |
     ]
     data = folder / "qs.jsonl"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    grader = {"endpoint": judge_url, "model": LOCAL_MODEL_NAME, "max_tokens": JUDGE_MAX_TOKENS}
+    # a generous timeout: the server answers one request at a time, and on a loaded CPU a
+    # queued judge request can wait minutes (a timeout would be a grader error with no reply)
+    grader = {
+        "endpoint": judge_url,
+        "model": LOCAL_MODEL_NAME,
+        "max_tokens": JUDGE_MAX_TOKENS,
+        "timeout_s": 900,
+    }
     if prompt is not None:
         grader["prompt"] = prompt
     task = {"name": "sums", "path": str(data), "type": "judge", "id_field": "id", "grader": grader}
