@@ -272,3 +272,15 @@ def builtin_rows(task: str) -> list[dict[str, Any]]:
 
     decl = _builtin._declarations()["tasks"][task]
     return _builtin._LOADERS[decl["loader"]](_olmo.resolve_files(task, decl["data"]))
+
+
+@pytest.fixture(scope="session")
+def embedded_server() -> Iterator[Any]:
+    """One real embedded-model server (llama.cpp serving SmolLM2-135M through
+    ``rolleval._llama_serve``, 2 threads) on 127.0.0.1 for the whole session, started on
+    first use: a :class:`rolleval.local.LocalServer`; its ``base_url`` ends in ``/v1`` and its
+    model name is :data:`rolleval.local.LOCAL_MODEL_NAME`. Only ``local_model`` tests use it."""
+    from rolleval.local import LocalServer, LocalServerOptions
+
+    with LocalServer(LocalServerOptions(server_options={"n_threads": 2})) as server:
+        yield server
