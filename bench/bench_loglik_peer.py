@@ -68,9 +68,11 @@ def run_rolleval(
 ) -> subprocess.CompletedProcess[str]:
     """``rolleval run`` of a 0-shot loglik task on ``data`` against ``base_url`` (a finished
     run of ``reuse`` problems already in ``out`` is kept)."""
-    done = out / "tasks" / "arc_easy_0shot" / "judgements.jsonl"
-    if reuse is not None and done.exists() and len(read_jsonl(done)) == reuse:
-        return subprocess.CompletedProcess([], 0, "", "")
+    done = out / "tasks" / "arc_easy_0shot" / "rollouts.jsonl"
+    if reuse is not None and done.exists():
+        rollouts = read_jsonl(done)
+        if len(rollouts) == reuse and all(r["status"] == "ok" for r in rollouts):
+            return subprocess.CompletedProcess([], 0, "", "")
     cfg = out.with_suffix(".yaml")
     cfg.write_text(
         f"model: {LOCAL_MODEL_NAME}\nendpoints: [{base_url}]\nseed: 1\n"
@@ -255,7 +257,11 @@ def main() -> None:
         if res.returncode != 0:
             sys.exit(f"rolleval run failed (exit {res.returncode}):\n{res.stderr[-2000:]}")
         peer = run_lm_eval(server.base_url, data, args.out / "lm_eval_correct", n, args.reuse)
-    summary["correct_endpoint"] = compare(rows, rolleval_problems(args.out / "rolleval"), peer)
+    ours = rolleval_problems(args.out / "rolleval")
+    failed = [pid for pid, p in ours.items() if p["rollout"]["status"] != "ok"]
+    if failed:
+        sys.exit(f"rolleval could not score {len(failed)} problems (e.g. {failed[0]}); rerun")
+    summary["correct_endpoint"] = compare(rows, ours, peer)
     summary["lm_eval_command"] = peer["command"]
     if args.fixture:
         args.fixture.mkdir(parents=True, exist_ok=True)
