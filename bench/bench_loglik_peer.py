@@ -48,9 +48,9 @@ from rolleval.local import LOCAL_MODEL_NAME, LocalServer, LocalServerOptions, de
 from rolleval.tasks import _builtin, _olmo
 
 SERVER_OPTIONS = {"n_threads": 2}
-# llama-cpp-python's own echo path takes the log-softmax of its whole n_ctx x vocabulary score
-# buffer and sorts the vocabulary in Python for every prompt token: n_ctx 512 (the prompts
-# here are under 100 tokens) keeps a request from taking a minute on a loaded machine.
+# llama-cpp-python's own server (the prompts here are under 100 tokens, so n_ctx 512 changes
+# nothing). Its echo path sorts the whole vocabulary in Python for every prompt token: about
+# a minute a request on a loaded 2-core machine, hence --shifted-problems.
 RAW_SERVER_OPTIONS = {"n_threads": 2, "n_ctx": 512}
 
 
