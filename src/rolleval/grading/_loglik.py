@@ -11,8 +11,9 @@ Verdict
     ``metrics``:
 
     * ``acc_norm``: 1 or 0, the same choice after dividing each log-prob by the option's
-      length in characters (``normalisation: chars``, lm-evaluation-harness's
-      ``acc_norm``) or in tokens (``normalisation: tokens``);
+      continuation length in characters, its leading space included (``normalisation:
+      chars``; lm-evaluation-harness's ``acc_norm`` counts the choice without the space)
+      or in tokens (``normalisation: tokens``);
     * ``logprob_margin``: the gold option's summed log-prob minus the best distractor's,
       in nats (positive when the model prefers the gold option). A continuous score:
       ``compare --metric metrics.logprob_margin`` compares it problem by problem.
