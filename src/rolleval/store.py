@@ -30,6 +30,7 @@ import contextlib
 import operator
 import os
 import re
+import typing
 import warnings
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -69,6 +70,7 @@ __all__ = [
     "atomic_write_json",
     "read_json",
     "read_jsonl",
+    "iter_jsonl_rows",
     "read_jsonl_columns",
     "read_model",
     "read_records",
@@ -280,57 +282,145 @@ def read_jsonl_columns(
     Same rules as :func:`read_jsonl`: a torn last line is ignored with a warning, any other
     bad line is a :class:`DataError` naming the line. Each record is decoded and type-checked
     against ``schema`` in C (fields the schema does not name are skipped without building a
-    dict), a few megabytes at a time, so the cost stays close to parsing the file and the
-    memory close to the size of the columns. A record of the wrong shape is a
-    :class:`DataError` naming the line and the field; ``fix`` is appended to the message.
+    dict), a few megabytes at a time (:func:`iter_jsonl_rows`), so the cost stays close to
+    parsing the file and the memory close to the size of the columns: the file is never held
+    whole, and equal strings of a string field share one object (a million ``"ok"`` statuses
+    are one string). A record of the wrong shape is a :class:`DataError` naming the line and
+    the field; ``fix`` is appended to the message.
     """
     path = Path(path)
     fields = list(schema.__struct_fields__)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        if missing_ok:
-            return JsonlColumns({f: [] for f in fields}, 0, validated=True)
-        raise DataError(f"{what} file not found", path=path) from None
-    body, torn_line, torn_bytes = _cut_torn_tail(path, data)
-    del data
-    one = msgspec.json.Decoder(schema)
-    many = msgspec.json.Decoder(list[schema])  # type: ignore[valid-type]
+    if not path.exists() and missing_ok:
+        return JsonlColumns({f: [] for f in fields}, 0, validated=True)
     cols: dict[str, list[Any]] = {f: [] for f in fields}
-    getters = [(cols[f], operator.attrgetter(f)) for f in fields]
+    shared = _string_fields(schema)
+    getters: list[tuple[list[Any], Any, dict[Any, Any] | None]] = [
+        (cols[f], operator.attrgetter(f), {} if f in shared else None) for f in fields
+    ]
     lines: list[int] | None = None
-    if b"\n\n" in body or body.startswith(b"\n") or b"\n " in body or b"\r" in body:
-        # Blank or unusual lines: decode line by line, keeping line numbers.
-        lines = []
-        rows = []
-        for i, ln in enumerate(body.split(b"\n")):
-            if ln.strip():
-                _check_utf8(ln, path, i, fix)
-                rows.append(_decode_line(one, ln, path, i + 1, fix))
-                lines.append(i + 1)
-        for col, get in getters:
-            col.extend(map(get, rows))
-        return JsonlColumns(cols, len(rows), lines, torn_line, torn_bytes, validated=True)
     n = 0
-    pos = 0
-    size = len(body)
-    while pos < size:
-        end = body.rfind(b"\n", pos, pos + _CHUNK_BYTES)
-        if end < pos:
-            end = body.find(b"\n", pos)
-        chunk = body[pos:end]
-        _check_utf8(chunk, path, n, fix)
-        pos = end + 1
+    chunks = iter_jsonl_rows(path, schema, what=what, fix=fix)
+    for rows, numbers in chunks:
+        if numbers is not None and lines is None:
+            lines = list(range(1, n + 1))
+        if lines is not None:
+            lines.extend(numbers if numbers is not None else range(n + 1, n + len(rows) + 1))
+        for i, (col, get, cache) in enumerate(getters):
+            values = list(map(get, rows))
+            if cache is not None:
+                values = list(map(cache.setdefault, values, values))
+                if len(cache) > _SHARE_MAX:  # mostly distinct values: sharing saves nothing
+                    getters[i] = (col, get, None)
+            col.extend(values)
+        n += len(rows)
+    return JsonlColumns(cols, n, lines, chunks.torn_line, chunks.torn_bytes, validated=True)
+
+
+#: A string field stops sharing equal values once this many distinct ones were seen.
+_SHARE_MAX = 1 << 17
+
+
+def _string_fields(schema: type[msgspec.Struct]) -> set[str]:
+    out = set()
+    for f in msgspec.structs.fields(schema):
+        kinds = typing.get_args(f.type) or (f.type,)
+        if str in kinds:
+            out.add(f.name)
+    return out
+
+
+class iter_jsonl_rows:  # noqa: N801 - used as a function: for rows, lines in iter_jsonl_rows(...)
+    """The records of a JSONL file decoded as ``schema`` a few megabytes at a time.
+
+    Iterating yields ``(rows, lines)`` per chunk: the decoded structs, and their 1-based line
+    numbers, or ``None`` when the chunk's lines are all records (then the rows follow the
+    previous chunk's lines one to one). Blank lines are skipped; a torn last line is left
+    out with a :class:`TornLineWarning` and reported as :attr:`torn_line` and
+    :attr:`torn_bytes` once the iteration is over. Any other bad line raises
+    :class:`DataError` naming the line (as :func:`read_jsonl_columns`). Memory: one chunk.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        schema: type[msgspec.Struct],
+        *,
+        what: str = "records",
+        fix: str = "",
+        chunk_bytes: int = _CHUNK_BYTES,
+    ):
+        self.path = Path(path)
+        self.schema = schema
+        self.what = what
+        self.fix = fix
+        self.chunk_bytes = chunk_bytes
+        self.torn_line: int | None = None
+        self.torn_bytes = 0
+
+    def __iter__(self) -> Iterator[tuple[list[Any], list[int] | None]]:
+        one = msgspec.json.Decoder(self.schema)
+        many = msgspec.json.Decoder(list[self.schema])  # type: ignore[name-defined]
         try:
-            rows = many.decode(b"[" + chunk.replace(b"\n", b",") + b"]")
+            fh = self.path.open("rb")
+        except FileNotFoundError:
+            raise DataError(f"{self.what} file not found", path=self.path) from None
+        before = 0  # complete lines already read
+        carry = b""
+        with fh:
+            while block := fh.read(self.chunk_bytes):
+                data = carry + block if carry else block
+                end = data.rfind(b"\n")
+                if end < 0:
+                    carry = data
+                    continue
+                body, carry = data[: end + 1], data[end + 1 :]
+                del data
+                yield self._decode(one, many, body, before)
+                before += body.count(b"\n")
+        if not carry.strip():
+            return
+        try:
+            complete = isinstance(orjson.loads(carry), dict)
+        except orjson.JSONDecodeError:
+            complete = False
+        if complete:  # only its newline is missing
+            yield self._decode(one, many, carry + b"\n", before)
+            return
+        self.torn_line, self.torn_bytes = before + 1, len(carry)
+        warnings.warn(
+            f"{self.path}:{self.torn_line}: ignoring a torn last line ({len(carry)} bytes; "
+            "the writing process was interrupted)",
+            TornLineWarning,
+            stacklevel=3,
+        )
+
+    def _decode(
+        self, one: msgspec.json.Decoder, many: msgspec.json.Decoder, body: bytes, before: int
+    ) -> tuple[list[Any], list[int] | None]:
+        """Decode complete lines (``body`` ends with a newline) that follow line ``before``."""
+        path, fix = self.path, self.fix
+        _check_utf8(body, path, before, fix)
+        chunk = body[:-1]
+        if (
+            not chunk
+            or chunk.startswith((b"\n", b" "))
+            or b"\n\n" in chunk
+            or b"\n " in chunk
+            or b"\r" in chunk
+        ):
+            # Blank or unusual lines: decode line by line, keeping line numbers.
+            rows, numbers = [], []
+            for i, ln in enumerate(chunk.split(b"\n")):
+                if ln.strip():
+                    rows.append(_decode_line(one, ln, path, before + i + 1, fix))
+                    numbers.append(before + i + 1)
+            return rows, numbers
+        try:
+            return many.decode(b"[" + chunk.replace(b"\n", b",") + b"]"), None
         except (msgspec.DecodeError, msgspec.ValidationError):
             for j, ln in enumerate(chunk.split(b"\n")):
-                _decode_line(one, ln, path, n + j + 1, fix)
+                _decode_line(one, ln, path, before + j + 1, fix)
             raise DataError("lines could not be split into records", path=path) from None
-        for col, get in getters:
-            col.extend(map(get, rows))
-        n += len(rows)
-    return JsonlColumns(cols, n, None, torn_line, torn_bytes, validated=True)
 
 
 def _check_utf8(chunk: bytes, path: Path, lines_before: int, fix: str) -> None:
