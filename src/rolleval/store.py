@@ -68,9 +68,9 @@ __all__ = [
     "TornLineWarning",
     "atomic_write_bytes",
     "atomic_write_json",
+    "iter_jsonl_rows",
     "read_json",
     "read_jsonl",
-    "iter_jsonl_rows",
     "read_jsonl_columns",
     "read_model",
     "read_records",
@@ -329,7 +329,7 @@ def _string_fields(schema: type[msgspec.Struct]) -> set[str]:
     return out
 
 
-class iter_jsonl_rows:  # noqa: N801 - used as a function: for rows, lines in iter_jsonl_rows(...)
+class iter_jsonl_rows:  # a class used as a generator function (it keeps the torn-line facts)
     """The records of a JSONL file decoded as ``schema`` a few megabytes at a time.
 
     Iterating yields ``(rows, lines)`` per chunk: the decoded structs, and their 1-based line
