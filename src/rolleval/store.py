@@ -32,7 +32,7 @@ import os
 import re
 import typing
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -276,6 +276,7 @@ def read_jsonl_columns(
     what: str = "records",
     missing_ok: bool = False,
     fix: str = "",
+    presence: Collection[str] = (),
 ) -> JsonlColumns:
     """Read a JSONL file into one list per field of ``schema`` (a ``msgspec.Struct``).
 
@@ -286,7 +287,9 @@ def read_jsonl_columns(
     parsing the file and the memory close to the size of the columns: the file is never held
     whole, and equal strings of a string field share one object (a million ``"ok"`` statuses
     are one string). A record of the wrong shape is a :class:`DataError` naming the line and
-    the field; ``fix`` is appended to the message.
+    the field; ``fix`` is appended to the message. A field named in ``presence`` keeps
+    only whether it was there: ``True``, or ``None`` when absent or null (for fields whose
+    value a reader never looks at, such as a long extracted answer).
     """
     path = Path(path)
     fields = list(schema.__struct_fields__)
@@ -307,7 +310,9 @@ def read_jsonl_columns(
             lines.extend(numbers if numbers is not None else range(n + 1, n + len(rows) + 1))
         for i, (col, get, cache) in enumerate(getters):
             values = list(map(get, rows))
-            if cache is not None:
+            if fields[i] in presence:
+                values = [None if v is None else True for v in values]
+            elif cache is not None:
                 values = list(map(cache.setdefault, values, values))
                 if len(cache) > _SHARE_MAX:  # mostly distinct values: sharing saves nothing
                     getters[i] = (col, get, None)
