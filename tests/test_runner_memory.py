@@ -160,7 +160,7 @@ def _records(rng: random.Random, n: int):
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_streamed_profile_equals_the_profile_of_the_records(tmp_path, seed):
+def test_streamed_profile_equals_the_profile_of_the_records(tmp_path, monkeypatch, seed):
     rng = random.Random(seed)
     n = 3
     rollouts, judgements = _records(rng, n)
@@ -172,6 +172,10 @@ def test_streamed_profile_equals_the_profile_of_the_records(tmp_path, seed):
     assert expected.rollouts.attempts == len(rollouts)
     assert profile_from_files(files, segments, n) == expected
     assert profile_from_files(files, segments, 1) == expected  # any slot width gives it
+    from rolleval import store
+
+    monkeypatch.setattr(store, "_CHUNK_BYTES", 97)  # many chunks, boundaries inside lines
+    assert profile_from_files(files, segments, n) == expected
 
 
 def test_streamed_profile_of_a_task_with_no_files(tmp_path):
@@ -179,3 +183,72 @@ def test_streamed_profile_of_a_task_with_no_files(tmp_path):
     assert profile_from_files(TaskFiles(tmp_path), segments, 4) == build_profile(
         RolloutSet.build([]), segments, None
     )
+
+
+# ---------------------------------------------------------------- reading in chunks
+
+
+def _jsonl_with_everything(tail: bytes) -> bytes:
+    lines = [
+        b'{"problem_id": "a", "index": 0, "status": "ok"}',
+        b"",
+        b'{"problem_id": "b", "index": 1, "status": "timeout", "correct": null}',
+        b"   ",
+        b'{"problem_id": "' + b"c" * 300 + b'", "index": 2, "status": "ok", "correct": true}',
+        b'{"problem_id": "d", "index": 3, "status": "ok", "extracted": "x"}',
+    ]
+    return (
+        b"\n".join(lines)
+        + b"\n"
+        + b"".join(
+            b'{"problem_id": "p%d", "index": %d, "status": "ok"}\n' % (i, i) for i in range(40)
+        )
+        + tail
+    )
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [b"", b'{"problem_id": "z", "index": 9, "status": "ok"}', b'{"problem_id": "z", "ind'],
+    ids=["newline-ended", "last-line-without-newline", "torn-last-line"],
+)
+@pytest.mark.parametrize("chunk", [1, 7, 64, 1000])
+def test_columns_read_in_small_chunks_equal_one_chunk(tmp_path, monkeypatch, tail, chunk):
+    """Chunk boundaries (inside lines, at blank lines, before a line longer than the chunk)
+    change nothing: the columns, line numbers and torn-line facts of the default chunk size."""
+    import warnings
+
+    from rolleval import store
+    from rolleval.table import ScoredJudgementRow
+
+    path = tmp_path / "judgements.jsonl"
+    path.write_bytes(_jsonl_with_everything(tail))
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        whole = store.read_jsonl_columns(path, ScoredJudgementRow, presence=("extracted",))
+        monkeypatch.setattr(store, "_CHUNK_BYTES", chunk)
+        chunked = store.read_jsonl_columns(path, ScoredJudgementRow, presence=("extracted",))
+    assert chunked.n == whole.n == 44 + (tail.endswith(b"}"))
+    assert chunked.columns == whole.columns
+    assert [chunked.line_of(i) for i in range(chunked.n)] == [
+        whole.line_of(i) for i in range(whole.n)
+    ]
+    assert whole.line_of(1) == 3 and whole.line_of(2) == 5  # blank lines skipped, counted
+    assert (chunked.torn_line, chunked.torn_bytes) == (whole.torn_line, whole.torn_bytes)
+    assert (whole.torn_line is not None) == tail.endswith(b"ind")
+    assert whole.columns["extracted"][:4] == [None, None, None, True]  # presence only
+    statuses = whole.columns["status"]
+    assert statuses[0] is statuses[-1]  # equal strings share one object
+
+
+def test_a_bad_line_after_many_chunks_is_named_by_its_line(tmp_path, monkeypatch):
+    from rolleval import store
+    from rolleval.errors import DataError
+    from rolleval.table import JudgementRow
+
+    good = b'{"problem_id": "p", "index": 0, "status": "ok"}\n'
+    path = tmp_path / "judgements.jsonl"
+    path.write_bytes(good * 30 + b'{"problem_id": "p", "index": "zero", "status": "ok"}\n' + good)
+    monkeypatch.setattr(store, "_CHUNK_BYTES", 100)
+    with pytest.raises(DataError, match=r"judgements.jsonl.*31"):
+        store.read_jsonl_columns(path, JudgementRow)

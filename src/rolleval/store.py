@@ -32,7 +32,7 @@ import os
 import re
 import typing
 import warnings
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -60,6 +60,7 @@ from .records import (
 __all__ = [
     "RUN_FORMAT",
     "JsonlAppender",
+    "JsonlChunks",
     "JsonlColumns",
     "JsonlContent",
     "Records",
@@ -68,7 +69,6 @@ __all__ = [
     "TornLineWarning",
     "atomic_write_bytes",
     "atomic_write_json",
-    "iter_jsonl_rows",
     "read_json",
     "read_jsonl",
     "read_jsonl_columns",
@@ -283,7 +283,7 @@ def read_jsonl_columns(
     Same rules as :func:`read_jsonl`: a torn last line is ignored with a warning, any other
     bad line is a :class:`DataError` naming the line. Each record is decoded and type-checked
     against ``schema`` in C (fields the schema does not name are skipped without building a
-    dict), a few megabytes at a time (:func:`iter_jsonl_rows`), so the cost stays close to
+    dict), a few megabytes at a time (:class:`JsonlChunks`), so the cost stays close to
     parsing the file and the memory close to the size of the columns: the file is never held
     whole, and equal strings of a string field share one object (a million ``"ok"`` statuses
     are one string). A record of the wrong shape is a :class:`DataError` naming the line and
@@ -302,12 +302,12 @@ def read_jsonl_columns(
     ]
     lines: list[int] | None = None
     n = 0
-    chunks = iter_jsonl_rows(path, schema, what=what, fix=fix)
+    chunks = JsonlChunks(path, schema, what=what, fix=fix)
     for rows, numbers in chunks:
-        if numbers is not None and lines is None:
-            lines = list(range(1, n + 1))
+        if lines is None and not (isinstance(numbers, range) and numbers.start == n + 1):
+            lines = list(range(1, n + 1))  # from here on, record i is not on line i + 1
         if lines is not None:
-            lines.extend(numbers if numbers is not None else range(n + 1, n + len(rows) + 1))
+            lines.extend(numbers)
         for i, (col, get, cache) in enumerate(getters):
             values = list(map(get, rows))
             if fields[i] in presence:
@@ -334,12 +334,11 @@ def _string_fields(schema: type[msgspec.Struct]) -> set[str]:
     return out
 
 
-class iter_jsonl_rows:  # a class used as a generator function (it keeps the torn-line facts)
+class JsonlChunks:
     """The records of a JSONL file decoded as ``schema`` a few megabytes at a time.
 
     Iterating yields ``(rows, lines)`` per chunk: the decoded structs, and their 1-based line
-    numbers, or ``None`` when the chunk's lines are all records (then the rows follow the
-    previous chunk's lines one to one). Blank lines are skipped; a torn last line is left
+    numbers (a ``range`` when the chunk's lines are all records, else a list). Blank lines are skipped; a torn last line is left
     out with a :class:`TornLineWarning` and reported as :attr:`torn_line` and
     :attr:`torn_bytes` once the iteration is over. Any other bad line raises
     :class:`DataError` naming the line (as :func:`read_jsonl_columns`). Memory: one chunk.
@@ -352,17 +351,17 @@ class iter_jsonl_rows:  # a class used as a generator function (it keeps the tor
         *,
         what: str = "records",
         fix: str = "",
-        chunk_bytes: int = _CHUNK_BYTES,
+        chunk_bytes: int | None = None,
     ):
         self.path = Path(path)
         self.schema = schema
         self.what = what
         self.fix = fix
-        self.chunk_bytes = chunk_bytes
+        self.chunk_bytes = chunk_bytes or _CHUNK_BYTES
         self.torn_line: int | None = None
         self.torn_bytes = 0
 
-    def __iter__(self) -> Iterator[tuple[list[Any], list[int] | None]]:
+    def __iter__(self) -> Iterator[tuple[list[Any], Sequence[int]]]:
         one = msgspec.json.Decoder(self.schema)
         many = msgspec.json.Decoder(list[self.schema])  # type: ignore[name-defined]
         try:
@@ -401,17 +400,16 @@ class iter_jsonl_rows:  # a class used as a generator function (it keeps the tor
 
     def _decode(
         self, one: msgspec.json.Decoder, many: msgspec.json.Decoder, body: bytes, before: int
-    ) -> tuple[list[Any], list[int] | None]:
+    ) -> tuple[list[Any], Sequence[int]]:
         """Decode complete lines (``body`` ends with a newline) that follow line ``before``."""
         path, fix = self.path, self.fix
         _check_utf8(body, path, before, fix)
         chunk = body[:-1]
         if (
-            not chunk
-            or chunk.startswith((b"\n", b" "))
-            or b"\n\n" in chunk
-            or b"\n " in chunk
-            or b"\r" in chunk
+            body.startswith((b"\n", b" "))
+            or b"\n\n" in body
+            or b"\n " in body
+            or b"\r" in body
         ):
             # Blank or unusual lines: decode line by line, keeping line numbers.
             rows, numbers = [], []
@@ -421,7 +419,8 @@ class iter_jsonl_rows:  # a class used as a generator function (it keeps the tor
                     numbers.append(before + i + 1)
             return rows, numbers
         try:
-            return many.decode(b"[" + chunk.replace(b"\n", b",") + b"]"), None
+            rows = many.decode(b"[" + chunk.replace(b"\n", b",") + b"]")
+            return rows, range(before + 1, before + 1 + len(rows))
         except (msgspec.DecodeError, msgspec.ValidationError):
             for j, ln in enumerate(chunk.split(b"\n")):
                 _decode_line(one, ln, path, before + j + 1, fix)

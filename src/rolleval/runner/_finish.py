@@ -16,7 +16,7 @@ import msgspec
 import numpy as np
 
 from ..records import ROLLOUT_STATUSES, JudgementSet, Profile, RolloutSet, Segment
-from ..store import TaskFiles, iter_jsonl_rows
+from ..store import JsonlChunks, TaskFiles
 
 __all__ = ["build_profile", "profile_from_files"]
 
@@ -189,7 +189,7 @@ def profile_from_files(files: TaskFiles, segments: list[Segment], n: int) -> Pro
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the plan stage already reported torn lines
         if files.rollouts.exists():
-            for rows, _ in iter_jsonl_rows(files.rollouts, _RolloutRow, what="rollout records"):
+            for rows, _ in JsonlChunks(files.rollouts, _RolloutRow, what="rollout records"):
                 attempts += len(rows)
                 for r in rows:
                     retries += r.retries
@@ -241,7 +241,7 @@ def _grader_tokens_from_file(files: TaskFiles, n: int) -> dict[str, object] | No
     calls = 0
     prompt: list[int] = []
     completion: list[int] = []
-    for rows, _ in iter_jsonl_rows(files.judgements, _JudgementRow, what="judgement records"):
+    for rows, _ in JsonlChunks(files.judgements, _JudgementRow, what="judgement records"):
         for r in rows:
             c, i = seen.row(slots.slot(r.problem_id, r.index))
             if c["seen"][i]:
