@@ -405,12 +405,7 @@ class JsonlChunks:
         path, fix = self.path, self.fix
         _check_utf8(body, path, before, fix)
         chunk = body[:-1]
-        if (
-            body.startswith((b"\n", b" "))
-            or b"\n\n" in body
-            or b"\n " in body
-            or b"\r" in body
-        ):
+        if body.startswith((b"\n", b" ")) or b"\n\n" in body or b"\n " in body or b"\r" in body:
             # Blank or unusual lines: decode line by line, keeping line numbers.
             rows, numbers = [], []
             for i, ln in enumerate(chunk.split(b"\n")):
