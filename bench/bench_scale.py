@@ -100,16 +100,6 @@ print(json.dumps({"seconds": seconds, "requests": total,
 """
 
 
-def _rollouts_key() -> str:
-    """The config key of the rollouts per problem (``n`` today)."""
-    from rolleval.config import RunConfig
-
-    for key in ("n", "n_rollouts", "rollouts"):
-        if key in RunConfig.model_fields:
-            return key
-    raise SystemExit("cannot find the rollouts-per-problem key of RunConfig")
-
-
 def write_task(tmp: Path, problems: int, per_problem: int, base_url: str, concurrency: int) -> Path:
     """A short_answer task of ``problems`` generated sums, and the run config; returns the config."""
     data = tmp / "sums.jsonl"
@@ -132,7 +122,7 @@ def write_task(tmp: Path, problems: int, per_problem: int, base_url: str, concur
                 "answer_field": "answer",
             }
         ],
-        _rollouts_key(): per_problem,
+        "n_rollouts": per_problem,
         "seed": 0,
         "concurrency": concurrency,
         "timeout_s": 60,

@@ -73,7 +73,7 @@ def run_rolleval(
         model=model,
         tasks=[task],
         limit=args.problems,
-        n=args.rollouts,
+        n_rollouts=args.rollouts,
         endpoints=[base_url],
         concurrency=args.concurrency,
         sampling=sampling,

@@ -138,6 +138,83 @@ def assert_run_valid(root: Path) -> dict[str, int]:
     return counts
 
 
+# ---------------------------------------------------------------- run fixtures: a sums task
+
+
+def write_math_task(path: Path, n_problems: int) -> Path:
+    """A JSONL math task of sums ``What is i+2i?`` (answer ``3i``), ids ``s00``, ``s01``..."""
+    import json
+
+    rows = [
+        {"id": f"s{i:02d}", "question": f"What is {i}+{2 * i}?", "answer": str(3 * i)}
+        for i in range(n_problems)
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def math_task_entry(path: Path | str, name: str = "sums") -> dict[str, Any]:
+    """The run-config mapping of the user-file math task at ``path`` (as written by
+    :func:`write_math_task`: fields ``id``, ``question``, ``answer``)."""
+    return {
+        "name": name,
+        "path": str(path),
+        "type": "math",
+        "id_field": "id",
+        "question_field": "question",
+        "answer_field": "answer",
+    }
+
+
+def sum_responder(request: dict[str, Any]) -> tuple[str, str]:
+    """Answers 'What is A+B?' correctly, boxed."""
+    import re
+
+    content = request["messages"][-1]["content"]
+    match = re.search(r"What is (\d+)\+(\d+)\?", content)
+    total = int(match.group(1)) + int(match.group(2)) if match else 0
+    return f"The answer is \\boxed{{{total}}}.", "stop"
+
+
+def run_settings(server: Any, data: Path | str, **over: Any) -> dict[str, Any]:
+    """Run settings for the math task at ``data`` against ``server`` (an
+    :class:`OpenAIServer`, or anything with its ``model`` and ``base_url``): 3 rollouts per
+    problem, grading in this process, no retries, a 10 s timeout; ``over`` adds or replaces
+    keys."""
+    return {
+        "model": server.model,
+        "endpoints": [server.base_url],
+        "tasks": [math_task_entry(data)],
+        "n_rollouts": 3,
+        "grading_workers": 0,
+        "max_retries": 0,
+        "timeout_s": 10,
+        **over,
+    }
+
+
+def run_config(server: Any, data: Path | str, **over: Any) -> Any:
+    """:func:`run_settings` as a validated :class:`rolleval.RunConfig`."""
+    from rolleval import build_config
+
+    return build_config(run_settings(server, data, **over))
+
+
+def write_run_yaml(path: Path, server: Any, data: Path | str, **settings: Any) -> Path:
+    """A YAML run config at ``path``: ``server``'s model and base URL, the math task at ``data``
+    (a relative path is relative to the config file), and exactly ``settings`` besides."""
+    import yaml
+
+    doc = {
+        "model": server.model,
+        "endpoints": [server.base_url],
+        **settings,
+        "tasks": [math_task_entry(data)],
+    }
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return path
+
+
 def make_config(*urls: str, **kwargs: Any) -> Any:
     """An :class:`rolleval.client.EndpointConfig` for ``urls`` with test defaults: model
     ``rolleval-test`` (the test server's), 10 s timeout, millisecond backoffs."""

@@ -17,7 +17,7 @@ def _content(request: dict) -> str:
 
 def _config(path, srv, tasks, n=2, limit=3):
     path.write_text(
-        f"model: {srv.model}\nendpoints: [{srv.base_url}]\nn: {n}\nlimit: {limit}\nseed: 3\n"
+        f"model: {srv.model}\nendpoints: [{srv.base_url}]\nn_rollouts: {n}\nlimit: {limit}\nseed: 3\n"
         f"tasks: [{', '.join(tasks)}]\n"
     )
     return str(path)

@@ -20,7 +20,7 @@ def test_code_and_qa_tasks_on_the_embedded_model(tmp_path):
             "model": "local",
             "tasks": ["humaneval", "drop"],
             "limit": 2,
-            "n": 2,
+            "n_rollouts": 2,
             "concurrency": 2,
             "sampling": {"max_tokens": 128},
         }

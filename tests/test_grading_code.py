@@ -107,6 +107,11 @@ def test_failure_kinds_and_test_counts():
 
 
 def _sandbox_processes() -> list[int]:
+    """Sandbox children started from this checkout (its own boot script's path), so that
+    another checkout's tests running on the same machine are not counted."""
+    from rolleval.grading._sandbox import _BOOT
+
+    boot = str(_BOOT).encode()
     out = []
     for pid in os.listdir("/proc"):
         if pid.isdigit():
@@ -114,7 +119,7 @@ def _sandbox_processes() -> list[int]:
                 cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
             except OSError:
                 continue
-            if b"_sandbox_boot.py" in cmd:
+            if boot in cmd:
                 out.append(int(pid))
     return out
 

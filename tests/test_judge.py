@@ -73,7 +73,7 @@ def _setup(tmp_path, cand, judge, prompt=None):
     grader += f", prompt: {json.dumps(prompt)}}}" if prompt else "}"
     cfg = tmp_path / "run.yaml"
     cfg.write_text(
-        f"model: {cand.model}\nendpoints: [{cand.base_url}]\nn: 2\nseed: 3\ntasks:\n"
+        f"model: {cand.model}\nendpoints: [{cand.base_url}]\nn_rollouts: 2\nseed: 3\ntasks:\n"
         f"  - {{name: sums, path: {data}, type: judge, id_field: id, grader: {grader}}}\n"
     )
     return str(cfg)

@@ -25,7 +25,7 @@ def test_local_model_run_and_server_options_in_provenance(tmp_path):
             "model": "local",
             "tasks": ["copycolors"],
             "limit": 6,
-            "n": 3,
+            "n_rollouts": 3,
             "concurrency": 2,
             "server_options": {"rope_freq_scale": 0.8, "n_threads": 2},
         }
@@ -59,7 +59,7 @@ def test_local_model_seed_makes_reruns_reproducible(tmp_path):
             "model": "local",
             "tasks": ["common_knowledge"],
             "limit": 4,
-            "n": 2,
+            "n_rollouts": 2,
             "concurrency": 1,
             "seed": 5,
         }

@@ -160,7 +160,7 @@ def _expected(problems, fn):
 
 def _config(path, srv, n=1, limit=3):
     path.write_text(
-        f"model: {srv.model}\nendpoints: [{srv.base_url}]\nn: {n}\nlimit: {limit}\nseed: 3\n"
+        f"model: {srv.model}\nendpoints: [{srv.base_url}]\nn_rollouts: {n}\nlimit: {limit}\nseed: 3\n"
         "tasks: [arc_easy_rc, winogrande_rc]\n"
     )
     return str(path)

@@ -6,15 +6,14 @@ Runs made by the runner (against the real test server), by ``rolleval example`` 
 
 from __future__ import annotations
 
-import json
 import typing
 
 import msgspec
 import orjson
 import pytest
 
-from conftest import assert_run_valid, run_cli
-from rolleval import build_config, run_eval
+from conftest import assert_run_valid, run_cli, run_config, write_math_task
+from rolleval import run_eval
 from rolleval.errors import DataError
 from rolleval.records import (
     JudgementRecord,
@@ -43,57 +42,19 @@ def _responder(request):
     return f"so \\boxed{{{seed % 3}}}", "stop"
 
 
-def _data(tmp_path):
-    path = tmp_path / "d.jsonl"
-    path.write_text(
-        "".join(
-            json.dumps({"id": f"q{i}", "question": f"Q{i}?", "answer": str(i % 3)}) + "\n"
-            for i in range(6)
-        )
-    )
-    return path
-
-
-def _config(server, data, **over):
-    cfg = {
-        "model": server.model,
-        "endpoints": [server.base_url],
-        "tasks": [
-            {
-                "name": "t",
-                "path": str(data),
-                "type": "math",
-                "id_field": "id",
-                "question_field": "question",
-                "answer_field": "answer",
-            }
-        ],
-        "n": 3,
-        "grading_workers": 0,
-        "max_retries": 0,
-        "timeout_s": 5,
-    }
-    cfg.update(over)
-    return build_config(cfg)
-
-
 def test_runner_made_run_validates_line_by_line(tmp_path):
-    data = _data(tmp_path)
-    fail = {7}
+    from rolleval.testing import Fault
 
-    def faults(req):
-        from rolleval.testing import Fault
-
-        return Fault.http_status(503) if req.seed % 11 in fail else None
-
-    with OpenAIServer(responder=_responder, faults=faults) as srv:
-        run_eval(_config(srv, data), tmp_path / "run", progress=False)
+    data = write_math_task(tmp_path / "d.jsonl", 6)
+    # the third request fails (no retries), so the resume has one rollout to request again
+    with OpenAIServer(responder=_responder, faults=[None, None, Fault.http_status(503)]) as srv:
+        run_eval(run_config(srv, data), tmp_path / "run", progress=False)
         srv.faults = None
-        run_eval(_config(srv, data), tmp_path / "run", resume=True, progress=False)
+        run_eval(run_config(srv, data), tmp_path / "run", resume=True, progress=False)
     counts = assert_run_valid(tmp_path / "run")
     assert counts["prompts.jsonl"] == 6
     assert counts["judgements.jsonl"] == 18
-    assert counts["rollouts.jsonl"] >= 18
+    assert counts["rollouts.jsonl"] == 19  # 18 first attempts, 1 second
     assert counts["manifest.json"] == counts["profile.json"] == counts["task.json"] == 1
     manifest = RunDir.open(tmp_path / "run").info
     assert [s.status for s in manifest.segments] == ["completed", "completed"]
@@ -344,9 +305,10 @@ _V1_PROFILE = {
 }
 
 
-def test_files_written_by_the_first_schema_1_writers_read_unchanged(tmp_path):
+def test_files_written_by_the_first_schema_1_writers_read_as_schema_2(tmp_path):
     """The JSON files as rolleval 0.1.0's runner wrote them (nulls kept, no versions in
-    task.json / profile.json, judgement keys in the old order) read back unchanged."""
+    task.json / profile.json, judgement keys in the old order) read back unchanged, but for
+    the version (lifted to 2) and the manifest's ``measurement.n`` (now ``n_rollouts``)."""
     from rolleval.api import report_run
     from rolleval.records import Profile
 
@@ -391,9 +353,11 @@ def test_files_written_by_the_first_schema_1_writers_read_unchanged(tmp_path):
     (task / "judgements.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in judgements))
     rd = RunDir.open(run)
     assert rd.info.segments[0].completed == 4 and rd.task_names() == ["t"]
+    assert rd.info.schema_version == 2 and rd.info.measurement == {"model": "m", "n_rollouts": 2}
     tf = rd.task("t")
-    assert tf.read_task() == _V1_TASK  # every key, nulls included, as stored
-    assert tf.read_settings().schema_version == 1
+    # every key, nulls included, as stored; the version lifted to the current one
+    assert tf.read_task() == {**_V1_TASK, "schema_version": 2}
+    assert tf.read_settings().schema_version == 2
     assert Profile.model_validate(_V1_PROFILE).rollouts.effective == 4
     assert tf.read_prompts().by_id["t/b"].reference == ["2", "two"]
     assert len(tf.read_judgements().effective) == 4

@@ -30,6 +30,7 @@ from rolleval.store import (
     read_jsonl,
     read_jsonl_columns,
 )
+from rolleval.writer import RunWriter
 
 
 def test_records_round_trip_through_jsonl():
@@ -197,12 +198,12 @@ def test_atomic_write_leaves_no_temp_files(tmp_path):
 # ---------------------------------------------------------------- run directory
 
 
-def test_run_dir_create_refuses_existing_nonempty(tmp_path):
+def test_a_new_run_refuses_an_existing_nonempty_directory(tmp_path):
     d = tmp_path / "run"
     d.mkdir()
     (d / "keep.txt").write_text("precious")
     with pytest.raises(UsageError, match=r"run directory exists; pass --resume"):
-        RunDir.create(d, {"run_id": "x"})
+        RunWriter.create(d, {"run_id": "x"}).finish()
     assert (d / "keep.txt").read_text() == "precious"
     assert not (d / "manifest.json").exists()
 
@@ -213,7 +214,7 @@ def test_run_dir_open_checks_format_and_version(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(DataError, match=r"manifest\.json missing"):
         RunDir.open(tmp_path / "empty")
-    run = RunDir.create(tmp_path / "r", {"run_id": "x", "rolleval_version": "0.0.1"})
+    run = RunWriter.create(tmp_path / "r", {"run_id": "x", "rolleval_version": "0.0.1"}).finish()
     assert RunDir.open(run.path).manifest["run_id"] == "x"
     data = json.loads((run.path / "manifest.json").read_text())
     (run.path / "manifest.json").write_text(json.dumps({**data, "schema_version": 7}))

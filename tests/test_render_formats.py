@@ -17,7 +17,8 @@ from rendered_numbers import missing, walk
 from rolleval.api import report_run
 from rolleval.compare import compare_runs, gate_run
 from rolleval.html import compare_html, gate_html, report_html
-from rolleval.render import WIDTH, emit, inert, render, use_color
+from rolleval.render import WIDTH, emit, render, use_color
+from rolleval.sanitize import terminal_safe
 from rolleval.synthetic import write_synthetic_run
 
 
@@ -118,7 +119,26 @@ def test_control_sequences_in_data_are_stripped(results):
         assert "owned" not in out.replace("\x1b[1;31m", "")  # the OSC payload is gone
         assert not re.search("[\x00\x07\x9b\u202e]|\x1b\\[2J|\x1b\\]", out)
     assert "<script" not in md and "&lt;script>\\|x" in md
-    assert inert("a\x1b[31mb\x1b[0mc\u2066d") == "abcd"
+    assert terminal_safe("a\x1b[31mb\x1b[0mc\u2066d", strip=True) == "abcd"
+
+
+def test_rendered_text_and_printed_text_make_the_same_characters_inert():
+    """One definition of an unsafe character: the renderers remove exactly what ``show`` and
+    error messages escape (every C0/C1 control but tab and newline, bidi controls, BOM,
+    lone surrogates); printable text, tabs and newlines are kept by both."""
+    unsafe = [chr(c) for c in [*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0)]]
+    unsafe += ["\u061c", "\u200e", "\u200f", "\u202a", "\u202e", "\u2066", "\u2069"]
+    unsafe += ["\ufeff", "\ud800", "\udfff"]
+    for ch in unsafe:
+        shown = terminal_safe(f"a{ch}b")
+        assert shown.startswith("a\\") and shown.endswith("b") and ch not in shown, repr(ch)
+        assert terminal_safe(f"a{ch}b", strip=True) == "ab", repr(ch)
+    kept = "tab\tnewline\nünïcødé 数 <x>|"
+    assert terminal_safe(kept) == terminal_safe(kept, strip=True) == kept
+    # a whole escape sequence goes when stripping; only its ESC is escaped when shown
+    osc = "\x1b]0;title\x07"
+    assert terminal_safe(f"a{osc}b", strip=True) == "ab"
+    assert terminal_safe(f"a{osc}b") == "a\\x1b]0;title\\x07b"
 
 
 def test_github_format_appends_to_the_step_summary(results, tmp_path, monkeypatch):

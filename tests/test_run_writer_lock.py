@@ -18,8 +18,8 @@ import time
 import orjson
 import pytest
 
-from conftest import run_cli, tree_bytes
-from rolleval import build_config, regrade_run, report_run, run_eval
+from conftest import run_cli, run_config, tree_bytes, write_math_task, write_run_yaml
+from rolleval import regrade_run, report_run, run_eval
 from rolleval.errors import UsageError
 from rolleval.records import LockHolder, RunManifest, TaskSettings
 from rolleval.runlock import LOCK_NAME, RunLock
@@ -32,44 +32,11 @@ N_PROBLEMS = 8
 
 @pytest.fixture
 def data_file(tmp_path):
-    path = tmp_path / "sums.jsonl"
-    rows = [
-        {"id": f"s{i:02d}", "question": f"What is {i}+{i}?", "answer": str(2 * i)}
-        for i in range(N_PROBLEMS)
-    ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
+    return write_math_task(tmp_path / "sums.jsonl", N_PROBLEMS)
 
 
-def _yaml(path, srv, data_file, extra=""):
-    path.write_text(
-        f"model: {srv.model}\nendpoints: [{srv.base_url}]\nn: 3\ngrading_workers: 0\n{extra}"
-        f"tasks:\n  - {{name: sums, path: {data_file}, type: math, id_field: id, question_field: question, answer_field: answer}}\n"
-    )
-    return path
-
-
-def _config(srv, data_file, **over):
-    cfg = {
-        "model": srv.model,
-        "endpoints": [srv.base_url],
-        "tasks": [
-            {
-                "name": "sums",
-                "path": str(data_file),
-                "type": "math",
-                "id_field": "id",
-                "question_field": "question",
-                "answer_field": "answer",
-            }
-        ],
-        "n": 3,
-        "grading_workers": 0,
-        "max_retries": 0,
-        "timeout_s": 10,
-    }
-    cfg.update(over)
-    return build_config(cfg)
+def _yaml(path, srv, data_file, **extra):
+    return write_run_yaml(path, srv, data_file, n_rollouts=3, grading_workers=0, **extra)
 
 
 _HOLD = r"""
@@ -166,7 +133,7 @@ def test_two_concurrent_resumes_one_is_refused_and_nothing_is_requested_twice(tm
         return f"\\boxed{{{request['seed'] % 5}}}", "stop"
 
     with OpenAIServer(responder=held) as srv:
-        cfg = _yaml(tmp_path / "run.yaml", srv, data_file, "concurrency: 2\n")
+        cfg = _yaml(tmp_path / "run.yaml", srv, data_file, concurrency=2)
         out = tmp_path / "r"
         env = {**os.environ, "PYTHONWARNINGS": "ignore"}
         first = subprocess.Popen(
@@ -244,7 +211,7 @@ def test_two_fresh_runs_racing_for_one_out_leave_exactly_one_run(tmp_path, data_
 
 def test_resume_of_a_run_without_prompts_is_refused_and_changes_nothing(tmp_path, data_file):
     with OpenAIServer() as srv:
-        run_eval(_config(srv, data_file), tmp_path / "r", progress=False)
+        run_eval(run_config(srv, data_file), tmp_path / "r", progress=False)
         (tmp_path / "r" / "tasks" / "sums" / "prompts.jsonl").unlink()
         before = tree_bytes(tmp_path / "r")
         srv.reset_counters()
@@ -261,7 +228,7 @@ def test_a_missing_api_key_is_a_usage_error_before_anything_is_written(
 ):
     monkeypatch.delenv("ROLLEVAL_TEST_NO_SUCH_KEY", raising=False)
     with OpenAIServer() as srv:
-        cfg = _config(srv, data_file, api_key_env="ROLLEVAL_TEST_NO_SUCH_KEY")
+        cfg = run_config(srv, data_file, api_key_env="ROLLEVAL_TEST_NO_SUCH_KEY")
         with pytest.raises(UsageError, match="ROLLEVAL_TEST_NO_SUCH_KEY is not set"):
             run_eval(cfg, tmp_path / "r", progress=False)
         assert not (tmp_path / "r").exists() and list(tmp_path.glob(".r.*")) == []

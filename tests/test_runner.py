@@ -9,12 +9,14 @@ import signal
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 import orjson
 import pytest
 
 from conftest import run_cli as _cli
-from rolleval import build_config, derive_seed, run_eval
+from conftest import run_config, write_math_task, write_run_yaml
+from rolleval import derive_seed, run_eval
 from rolleval.errors import RunError, UsageError
 from rolleval.testing import Fault, OpenAIServer
 
@@ -38,38 +40,13 @@ def math_responder(request):
 
 @pytest.fixture
 def data_file(tmp_path):
-    path = tmp_path / "sums.jsonl"
-    rows = [
-        {"id": f"s{i:02d}", "question": f"What is {i}+{2 * i}?", "answer": str(3 * i)}
-        for i in range(N_PROBLEMS)
-    ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
-    return path
+    return write_math_task(tmp_path / "sums.jsonl", N_PROBLEMS)
 
 
 def _config(data_file, server, **over):
-    cfg = {
-        "model": server.model,
-        "endpoints": [server.base_url],
-        "tasks": [
-            {
-                "name": "sums",
-                "path": str(data_file),
-                "type": "math",
-                "id_field": "id",
-                "question_field": "question",
-                "answer_field": "answer",
-            }
-        ],
-        "n": 4,
-        "seed": 11,
-        "concurrency": 4,
-        "max_retries": 3,
-        "timeout_s": 5,
-        "grading_workers": 0,
-    }
-    cfg.update(over)
-    return build_config(cfg)
+    """This file's settings: 4 rollouts, seed 11 (``_expected_pass1``), 3 retries."""
+    defaults = {"n_rollouts": 4, "seed": 11, "concurrency": 4, "max_retries": 3, "timeout_s": 5}
+    return run_config(server, data_file, **{**defaults, **over})
 
 
 def _expected_pass1(n=4, seed=11):
@@ -79,14 +56,6 @@ def _expected_pass1(n=4, seed=11):
         seeds = [derive_seed(seed, pid, j) for j in range(n)]
         total += sum(_answer_correctly(s) and s % 7 != 0 for s in seeds) / n
     return total / len(ids)
-
-
-def _yaml_config(path, srv, data_file, extra=""):
-    path.write_text(
-        f"model: {srv.model}\nendpoints: [{srv.base_url}]\n{extra}"
-        f"tasks:\n  - {{name: sums, path: {data_file}, type: math, id_field: id, question_field: question, answer_field: answer}}\n"
-    )
-    return path
 
 
 def _wait_for_lines(path, n, timeout=60.0):
@@ -176,8 +145,10 @@ def test_existing_directory_refused_without_resume(tmp_path, data_file):
         with pytest.raises(UsageError, match="run directory exists; pass --resume"):
             run_eval(_config(data_file, srv), tmp_path / "run", progress=False)
         assert (tmp_path / "run" / "manifest.json").read_bytes() == before
-        with pytest.raises(UsageError, match=r"measurement config changed \(n: 4 -> 5"):
-            run_eval(_config(data_file, srv, n=5), tmp_path / "run", resume=True, progress=False)
+        with pytest.raises(UsageError, match=r"measurement config changed \(n_rollouts: 4 -> 5"):
+            run_eval(
+                _config(data_file, srv, n_rollouts=5), tmp_path / "run", resume=True, progress=False
+            )
         assert (tmp_path / "run" / "manifest.json").read_bytes() == before
         # throughput settings may change; a complete run resumes to the same report
         requests = srv.completion_requests
@@ -221,7 +192,9 @@ def test_every_rollout_failing_is_a_run_error(tmp_path, data_file):
         OpenAIServer(faults=lambda r: Fault.http_status(500)) as srv,
         pytest.raises(RunError, match=r"every one of the 12 rollouts failed .*HTTP 500"),
     ):
-        run_eval(_config(data_file, srv, max_retries=0, n=1), tmp_path / "run", progress=False)
+        run_eval(
+            _config(data_file, srv, max_retries=0, n_rollouts=1), tmp_path / "run", progress=False
+        )
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["status"] == "failed"
 
@@ -254,7 +227,7 @@ from rolleval import build_config, run_eval
 cfg = build_config({
     "model": "rolleval-test", "endpoints": [sys.argv[1]],
     "tasks": [{"name": "sums", "path": sys.argv[2], "type": "math", "id_field": "id", "question_field": "question", "answer_field": "answer"}],
-    "n": 4, "seed": 11, "concurrency": 2, "grading_workers": 0, "timeout_s": 30})
+    "n_rollouts": 4, "seed": 11, "concurrency": 2, "grading_workers": 0, "timeout_s": 30})
 run_eval(cfg, sys.argv[3], resume=len(sys.argv) > 4, progress=False)
 """
 
@@ -298,7 +271,7 @@ def test_sigkill_midway_then_resume_matches_uninterrupted_run(tmp_path, data_fil
 
 def test_cli_run_prints_report_and_exit_codes(tmp_path, data_file):
     with OpenAIServer(responder=math_responder) as srv:
-        cfg = _yaml_config(tmp_path / "run.yaml", srv, data_file, "n: 2\ngrading_workers: 0\n")
+        cfg = write_run_yaml(tmp_path / "run.yaml", srv, data_file, n_rollouts=2, grading_workers=0)
         res = _cli("run", "--config", str(cfg), "--out", str(tmp_path / "r"), "--no-progress")
         assert res.returncode == 0, res.stderr
         assert "pass@1" in res.stdout and "rollouts completed" in res.stdout
@@ -309,9 +282,9 @@ def test_cli_run_prints_report_and_exit_codes(tmp_path, data_file):
         res = _cli("run", "--config", str(cfg), "--out", str(tmp_path / "r2"), "--bogus")
         assert res.returncode == 2 and "--bogus" in res.stderr
     bad = tmp_path / "bad.yaml"
-    bad.write_text("model: x\ntasks: [sums]\nn: zero\n")
+    bad.write_text("model: x\ntasks: [sums]\nn_rollouts: zero\n")
     res = _cli("run", "--config", str(bad), "--out", str(tmp_path / "r3"))
-    assert res.returncode == 2 and "n:" in res.stderr and "Traceback" not in res.stderr
+    assert res.returncode == 2 and "n_rollouts:" in res.stderr and "Traceback" not in res.stderr
     assert not (tmp_path / "r3").exists()
 
 
@@ -322,8 +295,8 @@ def test_ctrl_c_leaves_a_resumable_run_and_exits_130(tmp_path, data_file, sig):
         return math_responder(request)
 
     with OpenAIServer(responder=slow) as srv:
-        extra = "n: 4\nseed: 11\nconcurrency: 2\ngrading_workers: 0\n"
-        cfg = _yaml_config(tmp_path / "run.yaml", srv, data_file, extra)
+        extra = {"n_rollouts": 4, "seed": 11, "concurrency": 2, "grading_workers": 0}
+        cfg = write_run_yaml(tmp_path / "run.yaml", srv, data_file, **extra)
         out = tmp_path / "r"
         env = {**os.environ, "PYTHONWARNINGS": "ignore"}
         argv = [
@@ -364,11 +337,8 @@ def test_missing_grading_dependency_refuses_before_anything_is_written(tmp_path,
         "from rolleval.cli import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )
-    cfg = tmp_path / "run.yaml"
-    cfg.write_text(
-        "model: m\nendpoints: [http://127.0.0.1:9/v1]\n"
-        f"tasks:\n  - {{name: sums, path: {data_file}, type: math, id_field: id, question_field: question, answer_field: answer}}\n"
-    )
+    nowhere = SimpleNamespace(model="m", base_url="http://127.0.0.1:9/v1")  # never asked
+    cfg = write_run_yaml(tmp_path / "run.yaml", nowhere, data_file)
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     res = subprocess.run(
         [sys.executable, "-c", code, "run", "--config", str(cfg), "--out", str(tmp_path / "r")],

@@ -57,7 +57,7 @@ def _retained(tmp_path, server, problems: int, monkeypatch) -> dict[str, int]:
             "model": server.model,
             "endpoints": [server.base_url],
             "tasks": [{"name": "q", "path": str(data), "type": "short_answer", "id_field": "id"}],
-            "n": N_ROLLOUTS,
+            "n_rollouts": N_ROLLOUTS,
             "concurrency": CONCURRENCY,
             "grading_workers": 0,
         }

@@ -44,11 +44,14 @@ def report_run(
     n_resamples: int = 10_000,
     rng: int = 0,
     write: bool = True,
+    task_reports: dict[str, dict[str, Any]] | None = None,
 ) -> ReportResult:
     """Recompute a run's report from its stored judgements (zero model calls).
 
     ``rng`` is the bootstrap's seed (an int: it is recorded in the report as ``seed``; the
-    CLI's ``--seed``).
+    CLI's ``--seed``). ``task_reports``: reports of tasks whose records a writer still holds
+    in memory (:func:`rolleval.report.task_report_of_columns`), used instead of re-reading
+    those tasks when computed with the same settings.
 
     Writes ``report.json`` (run level) and each task's ``report.json`` atomically unless
     ``write`` is false, holding the run's write lock while it reads and writes. The same run directory and settings always give the same bytes.
@@ -58,11 +61,11 @@ def report_run(
         n_resamples=n_resamples, confidence_level=confidence_level, rng=rng
     )
     if not write:
-        report, warns = build_run_report(rd, inference=inference)
+        report, warns = build_run_report(rd, inference=inference, task_reports=task_reports)
         return ReportResult(report, warns, None)
     notes: list[str] = []
     with hold_run_lock(rd.path, command="report", on_note=notes.append):
-        report, warns = build_run_report(rd, inference=inference)
+        report, warns = build_run_report(rd, inference=inference, task_reports=task_reports)
         RunReport.model_validate(report)  # the envelope written is the model's
         write_run_report(rd, report)
     return ReportResult(report, notes + warns, rd.report_path)

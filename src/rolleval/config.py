@@ -12,6 +12,7 @@ A config comes from a YAML file and/or CLI flags (flags win). Two parts:
 from __future__ import annotations
 
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Literal
 
@@ -29,6 +30,8 @@ from pydantic import (
 from .errors import DataError, UsageError
 
 __all__ = [
+    "OLD_KEYS",
+    "OldSettingWarning",
     "RunConfig",
     "SamplingOverrides",
     "build_config",
@@ -61,8 +64,8 @@ class RunConfig(BaseModel):
     """Model name sent to the endpoint, or ``local`` for the embedded llama.cpp model."""
     tasks: list[str | dict[str, Any]] = Field(min_length=1)
     """Built-in task names, or user-file task configs (see ``docs/tasks.md``)."""
-    n: int = Field(default=8, ge=1, le=100_000)
-    """Rollouts per problem (at most 100,000)."""
+    n_rollouts: int = Field(default=8, ge=1, le=100_000)
+    """Rollouts per problem (at most 100,000). Config files may still call it ``n``."""
     seed: int = 0
     """Run seed; each rollout's sampling seed derives from (seed, problem id, rollout index)."""
     limit: int | None = Field(default=None, ge=1)
@@ -74,7 +77,7 @@ class RunConfig(BaseModel):
     """llama.cpp server settings for ``model: local`` (e.g. ``rope_freq_scale: 0.8``)."""
     denominator_policy: Literal["judged", "requested"] = "judged"
     ks: list[int] | None = None
-    """k values to report (default: powers of two up to n). Reporting only: may change."""
+    """k values to report (default: powers of two up to n_rollouts). Reporting only: may change."""
 
     # --- throughput ---
     endpoints: list[str] = Field(default_factory=list)
@@ -100,13 +103,13 @@ class RunConfig(BaseModel):
     def _ks_positive(cls, v: list[int] | None, info: ValidationInfo) -> list[int] | None:
         if v is not None and any(k < 1 for k in v):
             raise ValueError("every k must be >= 1")
-        n = info.data.get("n")
+        n = info.data.get("n_rollouts")
         too_big = sorted(k for k in v or () if isinstance(n, int) and k > n)
         if too_big:
             # pass@k and maj@k need k <= n: refuse now, not after every request is spent
             raise ValueError(
-                f"k={too_big[0]} is greater than n={n} rollouts per problem; "
-                f"give k values up to {n} or raise n"
+                f"k={too_big[0]} is greater than n_rollouts={n} (rollouts per problem); "
+                f"give k values up to {n} or raise n_rollouts"
             )
         return None if v is None else sorted(set(v))
 
@@ -123,7 +126,7 @@ class RunConfig(BaseModel):
 _MEASUREMENT = (
     "model",
     "tasks",
-    "n",
+    "n_rollouts",
     "seed",
     "limit",
     "sampling",
@@ -142,6 +145,34 @@ _THROUGHPUT = (
     "ks",
     "server_n",
 )
+
+
+#: Config-file keys renamed since: old name -> new name (the old one is still read).
+OLD_KEYS = {"n": "n_rollouts"}
+
+
+class OldSettingWarning(FutureWarning):
+    """A config file uses the old name of a setting (``n`` for ``n_rollouts``)."""
+
+
+def _rename_old_keys(data: dict[str, Any], path: Path) -> dict[str, Any]:
+    """Read a config file's old setting names as the new ones; both names is an error."""
+    for old, new in OLD_KEYS.items():
+        if old not in data:
+            continue
+        if new in data:
+            raise DataError(
+                f"both {old!r} and {new!r} are set; {old!r} is the old name of {new!r}, "
+                f"keep only {new}: {data[new]!r}",
+                path=path,
+            )
+        data = {(new if k == old else k): v for k, v in data.items()}
+        warnings.warn(
+            f"{path}: {old!r} is the old name of {new!r}; rename it (read as {new} for now)",
+            OldSettingWarning,
+            stacklevel=3,
+        )
+    return data
 
 
 class _StrictLoader(yaml.SafeLoader):
@@ -179,7 +210,8 @@ def load_yaml(text: str) -> Any:
 
 
 def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a YAML (or JSON) run config into a dict; errors name the file."""
+    """Read a YAML (or JSON) run config into a dict; errors name the file. An old setting
+    name (:data:`OLD_KEYS`: ``n``) is read as the new one, with an :class:`OldSettingWarning`."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")
@@ -202,6 +234,7 @@ def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
         data = {}
     if not isinstance(data, dict):
         raise DataError("a run config must be a mapping of settings", path=p)
+    data = _rename_old_keys(data, p)
     # relative data paths of user-file tasks are relative to the config file
     tasks = data.get("tasks")
     if isinstance(tasks, list):
@@ -232,6 +265,8 @@ def build_config(data: dict[str, Any], *, source: str = "config") -> RunConfig:
                 )
             )
             msg = f"unknown setting (allowed: {allowed})"
+        elif err["type"] == "value_error" and "error" in err.get("ctx", {}):
+            msg = str(err["ctx"]["error"])  # our own check's message, without "Value error, "
         raise UsageError(f"{source}: {loc}: {msg}") from None
     config._source = source
     return config
@@ -263,7 +298,7 @@ def _parse_kv(pairs: tuple[str, ...] | list[str], flag: str) -> dict[str, Any]:
 #: ``rolleval run`` flags that set one config key of the same name.
 _SIMPLE_FLAGS = (
     "model",
-    "n",
+    "n_rollouts",
     "limit",
     "seed",
     "api",
@@ -279,7 +314,7 @@ def config_from_flags(config_path: str | None, flags: dict[str, Any]) -> RunConf
     """The run config from an optional YAML file and ``rolleval run`` flags (flags win).
 
     ``flags`` holds the CLI's values by config key (``None`` or empty = not given):
-    ``model, n, limit, seed, api, api_key_env, concurrency, timeout_s, denominator_policy,
+    ``model, n_rollouts, limit, seed, api, api_key_env, concurrency, timeout_s, denominator_policy,
     temperature, top_p, max_tokens, stop, endpoints, tasks, ks, server_options`` (``KEY=VALUE``
     strings) and ``server_n``.
     """

@@ -31,13 +31,13 @@ from .reportdoc import (
     run_doc,
     task_blocks,
 )
+from .sanitize import terminal_safe
 
 __all__ = [
     "FORMATS",
     "WIDTH",
     "emit",
     "fmt_num",
-    "inert",
     "render",
     "render_compare",
     "render_plan",
@@ -52,19 +52,7 @@ __all__ = [
 FORMATS = ("text", "json", "md", "github")
 WIDTH = 100
 
-# ANSI CSI / OSC / other escape sequences, then single control characters (C0 except tab and
-# newline, DEL, C1) and the bidirectional overrides/isolates that reorder what follows them.
-_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?")
-_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
-
-
 _TAG_OPEN = re.compile(r"<(?=[A-Za-z/!?])")
-
-
-def inert(s: str) -> str:
-    """``s`` with terminal control sequences, control characters, bidi overrides and lone
-    surrogates removed (a local helper; a shared sanitiser may replace it)."""
-    return _CONTROLS.sub("", _ESCAPES.sub("", s))
 
 
 def fmt_num(v: float | None, digits: int = 4) -> str:
@@ -96,7 +84,7 @@ def _badge(verdict: str, color: bool) -> str:
 
 def _wrap(text: str, width: int, indent: str = "", sub: str | None = None) -> list[str]:
     return textwrap.wrap(
-        inert(text),
+        terminal_safe(text, strip=True),
         width=width,
         initial_indent=indent,
         subsequent_indent=indent + "  " if sub is None else sub,
@@ -105,7 +93,7 @@ def _wrap(text: str, width: int, indent: str = "", sub: str | None = None) -> li
 
 
 def _text_table(t: Table, width: int, indent: str) -> list[str]:
-    cells = [[inert(c) for c in row] for row in t.rows]
+    cells = [[terminal_safe(c, strip=True) for c in row] for row in t.rows]
     widths = [len(c) for c in t.columns]
     for row in cells:
         widths = [max(w, len(c)) for w, c in zip(widths, row)]
@@ -140,7 +128,7 @@ def to_text(blocks: list[Block], *, width: int = WIDTH, color: bool = False) -> 
             if isinstance(b, Title):
                 if b.level > 1 or lines:
                     lines.append("")
-                text = inert(b.text)
+                text = terminal_safe(b.text, strip=True)
                 if b.verdict:
                     lines.extend(_wrap(text, width))
                     lines.append(f"  verdict: {_badge(b.verdict, color)}")
@@ -171,7 +159,7 @@ def to_text(blocks: list[Block], *, width: int = WIDTH, color: bool = False) -> 
 
 def _md(s: str) -> str:
     # a "<" that could open an HTML tag or comment is escaped; "<=" stays readable
-    return _TAG_OPEN.sub("&lt;", inert(s)).replace("|", "\\|")
+    return _TAG_OPEN.sub("&lt;", terminal_safe(s, strip=True)).replace("|", "\\|")
 
 
 def _md_table(t: Table) -> list[str]:

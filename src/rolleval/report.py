@@ -18,8 +18,8 @@ from . import metrics as M
 from ._version import __version__
 from .errors import DataError, UsageError
 from .stats import grouped_bootstrap_columns
-from .store import RunDir, TaskFiles, atomic_write_json, collect_warnings
-from .table import STATUS_CODES, TaskTable, load_task_table
+from .store import JsonlColumns, RunDir, TaskFiles, atomic_write_json, collect_warnings
+from .table import STATUS_CODES, TaskTable, build_task_table, load_task_table
 
 __all__ = [
     "DEFAULT_TAUS",
@@ -445,24 +445,33 @@ def task_report(
         "rollouts": rollouts,
         "metrics": metrics_out,
         "health": health,
-        "inference": {
-            "method": "percentile bootstrap over problems",
-            "unit": "problem",
-            "n_resamples": inference.n_resamples,
-            "confidence_level": inference.confidence_level,
-            "seed": inference.rng,
-        },
+        "inference": _inference_block(inference),
     }
 
 
 def build_run_report(
-    run: RunDir, *, inference: InferenceSettings | None = None
+    run: RunDir,
+    *,
+    inference: InferenceSettings | None = None,
+    task_reports: Mapping[str, dict[str, Any]] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    """Recompute every task's report from disk. Returns (report, warning messages)."""
+    """Recompute every task's report from disk. Returns (report, warning messages).
+
+    ``task_reports``: reports of some tasks already computed from their records in memory
+    (:func:`task_report_of_columns`, by a writer that just wrote them), used as they are
+    when computed with the same ``inference``."""
     tasks: dict[str, Any] = {}
     with collect_warnings() as caught:
         for task in run.tasks():
-            tasks[task.name] = _one_task(task, inference)
+            pre = (task_reports or {}).get(task.name)
+            if (
+                pre is not None
+                and inference is not None
+                and pre["inference"] == _inference_block(inference)
+            ):
+                tasks[task.name] = pre
+            else:
+                tasks[task.name] = _one_task(task, inference)
     report = {
         "report_version": REPORT_VERSION,
         "rolleval_version": __version__,
@@ -499,11 +508,53 @@ def _check_settings(settings: dict[str, Any], task: TaskFiles) -> None:
             fail(f"{key} must be a JSON object, got {type(settings[key]).__name__}")
 
 
+def _inference_block(inference: InferenceSettings) -> dict[str, Any]:
+    """The ``inference`` entry :func:`task_report` writes for these settings."""
+    return {
+        "method": "percentile bootstrap over problems",
+        "unit": "problem",
+        "n_resamples": inference.n_resamples,
+        "confidence_level": inference.confidence_level,
+        "seed": inference.rng,
+    }
+
+
+def task_report_of_columns(
+    task: TaskFiles,
+    settings: dict[str, Any],
+    prompts: JsonlColumns,
+    judgements: JsonlColumns,
+    inference: InferenceSettings,
+) -> dict[str, Any]:
+    """The report of a task whose ``task.json`` holds ``settings`` and whose files hold
+    exactly these records (columns of :class:`~rolleval.table.PromptRow` and
+    :class:`~rolleval.table.ScoredJudgementRow` fields): what reading the files back gives,
+    without reading them."""
+    settings = dict(settings)
+    _check_settings(settings, task)
+    settings.setdefault("name", task.name)
+    table = build_task_table(
+        prompts,
+        judgements,
+        requested=settings.get("n_rollouts"),
+        prompts_path=task.prompts,
+        judgements_path=task.judgements,
+        score_key=settings.get("score_key", "correct"),
+    )
+    return _task_report_checked(table, settings, task, inference)
+
+
 def _one_task(task: TaskFiles, inference: InferenceSettings | None) -> dict[str, Any]:
     settings = task.read_task()
     _check_settings(settings, task)
     settings.setdefault("name", task.name)
     table = load_task_table(task, settings=settings)
+    return _task_report_checked(table, settings, task, inference)
+
+
+def _task_report_checked(
+    table: TaskTable, settings: dict[str, Any], task: TaskFiles, inference: InferenceSettings | None
+) -> dict[str, Any]:
     try:
         return task_report(table, settings, inference=inference)
     except UsageError as exc:  # a setting stored in task.json is wrong

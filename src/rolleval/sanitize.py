@@ -163,13 +163,24 @@ def _escape(char: str) -> str:
     return f"\\u{code:04x}"
 
 
-def terminal_safe(text: str, *, one_line: bool = False) -> str:
-    """``text`` with every character that could drive a terminal shown as an escape.
+#: Whole ANSI escape sequences: CSI (``ESC [`` parameters final), OSC (``ESC ]`` payload,
+#: ended by BEL or ``ESC \\``), and other two-character ``ESC`` sequences.
+_SEQUENCES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?")
 
-    Kept as is: printable text, tabs and newlines (``one_line``: newlines and tabs escaped
-    too, for messages that must stay one line).
+
+def terminal_safe(text: str, *, one_line: bool = False, strip: bool = False) -> str:
+    """``text`` with every character that could drive a terminal made inert.
+
+    By default each one is shown as an escape (``\\x1b``, ``\\u202e``): model output and
+    server messages, where the reader should see what was there. ``strip`` removes them
+    instead, escape sequences whole (a CSI sequence's parameters, an OSC sequence's
+    payload): rendered reports, where only the readable text is wanted. Kept as is:
+    printable text, tabs and newlines (``one_line``: newlines and tabs made inert too, for
+    messages that must stay one line).
     """
     pattern = _UNSAFE_LINE if one_line else _UNSAFE
+    if strip:
+        return pattern.sub("", _SEQUENCES.sub("", text))
     if pattern.search(text) is None:
         return text
     return pattern.sub(lambda m: _escape(m.group()), text)

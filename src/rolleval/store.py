@@ -524,6 +524,8 @@ def _field_error(exc: ValidationError, *, skip: int = 0) -> str:
     msg = err["msg"]
     if err["type"] == "extra_forbidden":
         msg = "unknown field (not in the record model; a typo, or a file from another tool)"
+    elif err["type"] == "value_error" and "error" in err.get("ctx", {}):
+        msg = str(err["ctx"]["error"])  # a model's own check: its message, without "Value error, "
     return f"{loc!r}: {msg}" if loc else msg
 
 
@@ -724,7 +726,8 @@ class TaskFiles:
 @dataclass
 class RunDir:
     """A run directory on disk. Open with :meth:`open`; create with
-    :class:`rolleval.writer.RunWriter` (or :meth:`create` for an empty run)."""
+    :class:`rolleval.writer.RunWriter` (``RunWriter.create(path, manifest).finish()`` makes
+    a run holding only its manifest)."""
 
     path: Path
     info: RunManifest
@@ -742,17 +745,6 @@ class RunDir:
     @property
     def report_path(self) -> Path:
         return self.path / "report.json"
-
-    @classmethod
-    def create(cls, path: str | os.PathLike[str], manifest: RunManifest | dict[str, Any]) -> RunDir:
-        """Create a new run directory holding only ``manifest`` (atomically, under its lock);
-        refuse one that exists and is not empty. Runs with tasks are made with
-        :class:`rolleval.writer.RunWriter`."""
-        from .writer import RunWriter
-
-        with RunWriter.create(path, manifest) as writer:
-            writer.commit()
-        return writer.run
 
     @classmethod
     def open(cls, path: str | os.PathLike[str]) -> RunDir:

@@ -48,6 +48,7 @@ from .records import (
     TaskSettings,
     dump_record,
 )
+from .records._lines import JudgementLine, PromptLine, RolloutLine, encode_lines
 from .runlock import LOCK_NAME, RunLock, _pid_alive
 from .store import (
     JsonlAppender,
@@ -153,6 +154,32 @@ class TaskWriter:
         large source, so memory stays bounded; :meth:`write_prompts` writes them sorted)."""
         lines = [dump_record(_check(p, PromptRecord)) for p in records]
         self._appender("_prompts").write_many(lines)
+
+    def add_lines(
+        self,
+        prompts: list[PromptLine],
+        rollouts: list[RolloutLine],
+        judgements: list[JudgementLine],
+    ) -> None:
+        """Append records given as their line structs (:mod:`rolleval.records._lines`,
+        the fast serializer of the record models), one write per stream; for writers of very
+        many records (importers streaming a large source). Prompts keep the order given."""
+        for lines, kind in (
+            (prompts, PromptLine),
+            (rollouts, RolloutLine),
+            (judgements, JudgementLine),
+        ):
+            if not set(map(type, lines)) <= {kind}:
+                raise TypeError(
+                    f"add_lines takes {kind.__name__} objects (rolleval.records._lines)"
+                )
+        for which, lines in (
+            ("_prompts", prompts),
+            ("_rollouts", rollouts),
+            ("_judgements", judgements),
+        ):
+            if lines:
+                self._appender(which).write_many([encode_lines(lines)])
 
     def add_rollout(self, record: RolloutRecord) -> None:
         """Append one rollout attempt (one whole line, flushed)."""

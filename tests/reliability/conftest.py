@@ -8,7 +8,6 @@ counts, kill trials) to that file at the end of the session.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -20,6 +19,11 @@ from typing import Any
 import orjson
 import pytest
 
+# the math task and its responder are shared with the other tests (tests/conftest.py)
+from conftest import math_task_entry as math_task_entry
+from conftest import sum_responder as sum_responder
+from conftest import write_math_task as write_math_task
+from conftest import write_run_yaml as write_run_yaml
 from rolleval.testing import Fault
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -75,37 +79,6 @@ def popen_cli(*args: str, env: dict[str, str] | None = None, **kwargs: Any) -> s
         start_new_session=True,
         **kwargs,
     )
-
-
-def write_math_task(path: Path, n_problems: int) -> Path:
-    """A JSONL task of sums ``What is i+2i?`` (answer ``3i``), ids ``s00``, ``s01``..."""
-    rows = [
-        {"id": f"s{i:02d}", "question": f"What is {i}+{2 * i}?", "answer": str(3 * i)}
-        for i in range(n_problems)
-    ]
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
-def math_task_entry(path: Path) -> dict[str, Any]:
-    return {
-        "name": "sums",
-        "path": str(path),
-        "type": "math",
-        "id_field": "id",
-        "question_field": "question",
-        "answer_field": "answer",
-    }
-
-
-def sum_responder(request: dict[str, Any]) -> tuple[str, str]:
-    """Answers 'What is A+B?' correctly, boxed."""
-    import re
-
-    content = request["messages"][-1]["content"]
-    match = re.search(r"What is (\d+)\+(\d+)\?", content)
-    total = int(match.group(1)) + int(match.group(2)) if match else 0
-    return f"The answer is \\boxed{{{total}}}.", "stop"
 
 
 #: Every fault kind of the test server: name -> (fault, final status, retried?).

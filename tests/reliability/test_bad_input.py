@@ -7,12 +7,11 @@ from pathlib import Path
 
 import orjson
 import pytest
-import yaml
 
 from rolleval.synthetic import write_synthetic_run
 from rolleval.testing import OpenAIServer
 
-from .conftest import math_task_entry, run_cli, sum_responder, write_math_task
+from .conftest import run_cli, sum_responder, write_math_task, write_run_yaml
 
 
 @pytest.fixture(scope="module")
@@ -95,17 +94,9 @@ def test_policy_tasks_as_a_string_is_a_one_item_list(runs, tmp_path) -> None:
 
 def _config(tmp_path: Path, server: OpenAIServer, **over) -> Path:
     data = write_math_task(tmp_path / "sums.jsonl", 3)
-    cfg = {
-        "model": server.model,
-        "endpoints": [server.base_url],
-        "tasks": [math_task_entry(data)],
-        "n": 4,
-        "grading_workers": 0,
-        **over,
-    }
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
-    return path
+    return write_run_yaml(
+        tmp_path / "config.yaml", server, data, **{"n_rollouts": 4, "grading_workers": 0, **over}
+    )
 
 
 def test_non_utf8_config_is_exit_2(tmp_path) -> None:
@@ -129,7 +120,7 @@ def test_ks_above_n_is_refused_before_the_first_request(tmp_path, where) -> None
             args = ["--config", str(config), "--k", "1", "--k", "8"]
         res = run_cli("run", *args, "--out", str(tmp_path / "out"))
         assert server.path_counts == {}
-    assert res.returncode == 2 and b"k=8 is greater than n=4" in res.stderr, res.stderr
+    assert res.returncode == 2 and b"ks: k=8 is greater than n_rollouts=4" in res.stderr, res.stderr
     assert res.stderr.count(b"\n") == 1
     assert not (tmp_path / "out").exists()
 
@@ -151,8 +142,8 @@ def test_show_on_a_string_index_is_exit_2_naming_the_line(tmp_path) -> None:
 def test_duplicate_key_in_config_is_refused(tmp_path) -> None:
     with OpenAIServer() as server:
         config = _config(tmp_path, server)
-        config.write_text(config.read_text() + "n: 16\n", encoding="utf-8")
+        config.write_text(config.read_text() + "n_rollouts: 16\n", encoding="utf-8")
         res = run_cli("run", "--config", str(config), "--out", str(tmp_path / "out"))
         assert server.path_counts == {}
     _one_line_naming(res, config.name)
-    assert b"'n' is given twice" in res.stderr
+    assert b"'n_rollouts' is given twice" in res.stderr

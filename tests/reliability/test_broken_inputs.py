@@ -99,7 +99,7 @@ def _config(server: OpenAIServer, entry: dict[str, Any]) -> dict[str, Any]:
         "model": server.model,
         "endpoints": [server.base_url],
         "tasks": [entry],
-        "n": 2,
+        "n_rollouts": 2,
         "seed": 0,
         "ks": [1, 2],
         "sampling": {"temperature": 0.5, "max_tokens": 64},
@@ -214,7 +214,7 @@ def _cut_middle_line(draw: st.DrawFn, data: bytes) -> bytes:
 
 CONFIG_WRONG_TYPES: dict[tuple[Any, ...], str] = {
     ("model",): "ldi",
-    ("n",): "tldf",
+    ("n_rollouts",): "tldf",
     ("seed",): "tldf",
     ("concurrency",): "tlf",
     ("timeout_s",): "tld",
@@ -232,7 +232,7 @@ CONFIG_WRONG_TYPES: dict[tuple[Any, ...], str] = {
     ("tasks", 0, "name"): "ldi",
 }
 CONFIG_ABSURD: dict[tuple[Any, ...], list[Any]] = {
-    ("n",): [0, -1, 10**9],
+    ("n_rollouts",): [0, -1, 10**9],
     ("concurrency",): [0, -2],
     ("timeout_s",): [0, -1.0, float("nan")],
     ("max_retries",): [-1],
@@ -285,7 +285,7 @@ def config_mutations(draw: st.DrawFn, text: str) -> tuple[str, bytes]:
         if draw(st.booleans()):
             doc["tasks"].append(dict(doc["tasks"][0]))
         else:  # the same key twice in one mapping
-            key = draw(st.sampled_from(["model", "n", "seed", "tasks"]))
+            key = draw(st.sampled_from(["model", "n_rollouts", "seed", "tasks"]))
             return kind, (text + yaml.safe_dump({key: doc[key]})).encode()
     else:
         path = draw(st.sampled_from(sorted(CONFIG_ABSURD, key=str)))

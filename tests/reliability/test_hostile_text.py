@@ -7,12 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import orjson
-import yaml
 
 from rolleval.sanitize import terminal_safe
 from rolleval.testing import Fault, OpenAIServer
 
-from .conftest import math_task_entry, record_figure, run_cli, sum_responder, write_math_task
+from .conftest import (
+    record_figure,
+    run_cli,
+    sum_responder,
+    write_math_task,
+    write_run_yaml,
+)
 
 #: Clear screen, cursor home, window title (OSC ... BEL), colour, NUL, C1 CSI, bidi override,
 #: isolate, DEL.
@@ -38,20 +43,10 @@ def hostile_responder(request):
 
 def _config(tmp_path: Path, server: OpenAIServer, n_problems: int = 3, **over) -> Path:
     data = write_math_task(tmp_path / "sums.jsonl", n_problems)
-    cfg = {
-        "model": server.model,
-        "endpoints": [server.base_url],
-        "tasks": [math_task_entry(data)],
-        "n": 2,
-        "concurrency": 2,
-        "max_retries": 0,
-        "timeout_s": 5,
-        "grading_workers": 0,
-        **over,
-    }
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
-    return path
+    settings = {"n_rollouts": 2, "concurrency": 2, "max_retries": 0, "timeout_s": 5}
+    return write_run_yaml(
+        tmp_path / "config.yaml", server, data, **{**settings, "grading_workers": 0, **over}
+    )
 
 
 def _inert(data: bytes) -> bool:

@@ -13,11 +13,16 @@ from pathlib import Path
 
 import orjson
 import pytest
-import yaml
 
 from rolleval.testing import Fault, OpenAIServer
 
-from .conftest import math_task_entry, popen_cli, record_figure, run_cli, write_math_task
+from .conftest import (
+    popen_cli,
+    record_figure,
+    run_cli,
+    write_math_task,
+    write_run_yaml,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -37,19 +42,16 @@ def graded_responder(request):
 
 def _config(tmp_path: Path, server: OpenAIServer) -> Path:
     data = write_math_task(tmp_path / "sums.jsonl", N_PROBLEMS)
-    cfg = {
-        "model": server.model,
-        "endpoints": [server.base_url],
-        "tasks": [math_task_entry(data)],
-        "n": N_ROLLOUTS,
-        "seed": 5,
-        "concurrency": 4,
-        "timeout_s": 10,
-        "grading_workers": 0,
-    }
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
-    return path
+    return write_run_yaml(
+        tmp_path / "config.yaml",
+        server,
+        data,
+        n_rollouts=N_ROLLOUTS,
+        seed=5,
+        concurrency=4,
+        timeout_s=10,
+        grading_workers=0,
+    )
 
 
 def _task_report(run_dir: Path) -> dict:

@@ -12,18 +12,17 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-import yaml
 
 from rolleval.testing import Fault, OpenAIServer
 
 from .conftest import (
     FAULT_KINDS,
     cli_env,
-    math_task_entry,
     record_figure,
     run_cli,
     sum_responder,
     write_math_task,
+    write_run_yaml,
 )
 
 # Characters that change under repr, JSON, URL-encoding; 32 characters.
@@ -80,21 +79,13 @@ class Outputs:
 
 def _config(tmp_path: Path, server: OpenAIServer, n_problems: int = 6, **over) -> Path:
     data = write_math_task(tmp_path / "sums.jsonl", n_problems)
-    cfg = {
-        "model": server.model,
-        "endpoints": [server.base_url],
-        "tasks": [math_task_entry(data)],
-        "n": 2,
-        "api_key_env": KEY_ENV,
-        "concurrency": 4,
-        "max_retries": 1,
-        "timeout_s": 0.5,
-        "grading_workers": 0,
-        **over,
-    }
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
-    return path
+    settings = {"n_rollouts": 2, "api_key_env": KEY_ENV, "concurrency": 4, "max_retries": 1}
+    return write_run_yaml(
+        tmp_path / "config.yaml",
+        server,
+        data,
+        **{**settings, "timeout_s": 0.5, "grading_workers": 0, **over},
+    )
 
 
 def _read_everything(out: Outputs, run_dir: Path, tmp_path: Path, env: dict[str, str]) -> None:
@@ -135,7 +126,7 @@ def test_every_fault_kind_with_a_marker_key_leaks_nothing(tmp_path: Path) -> Non
     with OpenAIServer(
         responder=sum_responder, faults=hook, api_key=KEY, echo_headers=True
     ) as server:
-        config = _config(tmp_path, server, n_problems=12, n=4)
+        config = _config(tmp_path, server, n_problems=12, n_rollouts=4)
         env = cli_env(**{KEY_ENV: KEY})
         out = Outputs()
         run_dir = tmp_path / "run"

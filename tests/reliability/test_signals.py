@@ -17,17 +17,16 @@ from pathlib import Path
 
 import orjson
 import pytest
-import yaml
 
 from rolleval.testing import Fault, OpenAIServer
 
 from .conftest import (
-    math_task_entry,
     popen_cli,
     record_figure,
     run_cli,
     sum_responder,
     write_math_task,
+    write_run_yaml,
 )
 
 pytestmark = [
@@ -90,19 +89,16 @@ def _wait(predicate, timeout: float, what: str) -> None:
 
 def _config(tmp_path: Path, server: OpenAIServer) -> Path:
     data = write_math_task(tmp_path / "sums.jsonl", N_PROBLEMS)
-    cfg = {
-        "model": server.model,
-        "endpoints": [server.base_url],
-        "tasks": [math_task_entry(data)],
-        "n": N_ROLLOUTS,
-        "seed": 3,
-        "concurrency": 2,
-        "timeout_s": 10,
-        "grading_workers": 2,
-    }
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
-    return path
+    return write_run_yaml(
+        tmp_path / "config.yaml",
+        server,
+        data,
+        n_rollouts=N_ROLLOUTS,
+        seed=3,
+        concurrency=2,
+        timeout_s=10,
+        grading_workers=2,
+    )
 
 
 def _judged(run_dir: Path) -> int:

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import click
 
-from ..config import config_from_flags
+from ..config import OldSettingWarning, config_from_flags
 from ..render import render_run_report
 from ..runner import run_eval
 from ..sanitize import redact, terminal_safe
@@ -38,7 +39,7 @@ from ._unsafe import unsafe_exec_scope
 @click.option(
     "-n",
     "--rollouts",
-    "n",
+    "n_rollouts",
     type=click.IntRange(min=1),
     default=None,
     help="Rollouts per problem [8].",
@@ -115,7 +116,14 @@ def run_cmd(
     Exit 0 when the run completed, 4 when every rollout failed, 2 on bad input, 130 when
     interrupted (the run directory is then resumable with --resume).
     """
-    config = config_from_flags(config_path, flags)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", OldSettingWarning)
+        config = config_from_flags(config_path, flags)
+    for w in caught:
+        if issubclass(w.category, OldSettingWarning):
+            click.echo(terminal_safe(f"rolleval: warning: {w.message}", one_line=True), err=True)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
     with unsafe_exec_scope(unsafe_exec):
         outcome = run_eval(
             config,

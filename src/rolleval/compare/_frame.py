@@ -19,7 +19,7 @@ from .._version import __version__
 from ..errors import DataError, UsageError
 from ..metrics import metric_name, parse_metric_name
 from ..metrics._vote import vote_signatures
-from ..records import BASELINE_SCHEMA, BaselineFile
+from ..records import BASELINE_FORMAT, BASELINE_SCHEMA, BaselineFile, BaselineTask
 from ..report import (
     DEFAULT_TAUS,
     HEALTH_DEFINITIONS,
@@ -28,7 +28,7 @@ from ..report import (
     report_ks,
     scored_mask,
 )
-from ..store import RunDir, atomic_write_json, collect_warnings, read_json
+from ..store import RunDir, atomic_write_json, collect_warnings, read_json, validate_model
 from ..table import TaskTable, load_task_table
 
 __all__ = [
@@ -40,11 +40,10 @@ __all__ = [
     "frames_from_run",
     "load_frames",
     "metric_direction",
+    "read_baseline",
     "resolve_tasks",
     "save_baseline",
 ]
-
-BASELINE_FORMAT = "rolleval-baseline"
 
 #: Health metrics available to compare, all "lower is better": name -> definition. One
 #: definition each, shared with report.json and the gate (:data:`rolleval.report.HEALTH_DEFINITIONS`).
@@ -321,87 +320,82 @@ def save_baseline(
     return doc
 
 
-def frames_from_baseline(path: str | os.PathLike[str]) -> dict[str, ProblemFrame]:
+def read_baseline(path: str | os.PathLike[str]) -> BaselineFile:
+    """A baseline file (``rolleval baseline save``), validated against
+    :class:`~rolleval.records.BaselineFile`.
+
+    Keys this rolleval does not know are ignored (a later rolleval may add some); anything
+    else wrong is a one-line :class:`DataError` naming the file and the field.
+    """
     doc = read_json(path, what="baseline file")
     if not isinstance(doc, dict) or doc.get("format") != BASELINE_FORMAT:
         raise DataError(
             f"not a rolleval baseline file (format must be {BASELINE_FORMAT!r}); write one with `rolleval baseline save`",
             path=path,
         )
-    if doc.get("schema_version") != BASELINE_SCHEMA:
-        raise DataError(
-            f"baseline schema version {doc.get('schema_version')!r} (written by rolleval {doc.get('rolleval_version')}) "
-            f"is not readable by this rolleval (reads {BASELINE_SCHEMA}); write it again from its run with "
-            "`rolleval baseline save RUN --out FILE --force`",
-            path=path,
-        )
-    out: dict[str, ProblemFrame] = {}
-    tasks = doc.get("tasks") or {}
-    if not isinstance(tasks, dict):
-        raise DataError(
-            f"'tasks' must map task names to per-problem data, got {type(tasks).__name__}; "
-            "write the baseline again with `rolleval baseline save`",
-            path=path,
-        )
-    for name, t in tasks.items():
-        try:
-            if not isinstance(t, dict) or not isinstance(t["ids"], list):
-                raise TypeError("not an object with an 'ids' list")
-            if len(set(map(str, t["ids"]))) != len(t["ids"]):
-                raise ValueError("a problem id is listed twice")
-            T = len(t["ids"])
-            values = {
-                k: np.array([np.nan if x is None else x for x in v], dtype=float)
-                for k, v in t["values"].items()
-            }
-            health = {
-                k: (
-                    np.array(h["numerator"], dtype=float),
-                    np.array(h["denominator"], dtype=float),
-                )
-                for k, h in t["health"].items()
-            }
-            counts = [
-                t[k] for k in ("n", "c", "hashes", "requested", "gradable", "unjudged", "missing")
-            ]
-            if t.get("clusters") is not None:
-                counts.append(t["clusters"])
-            arrays = [*values.values(), *(a for pair in health.values() for a in pair)]
-            if any(len(v) != T for v in [*arrays, *counts]):
-                raise ValueError("per-problem lists differ in length")
-            out[name] = ProblemFrame(
-                task=name,
-                ids=list(t["ids"]),
-                hashes=list(t["hashes"]),
-                clusters=list(t.get("clusters") or [None] * T),
-                n=np.array(t["n"], dtype=np.int64),
-                c=np.array(t["c"], dtype=np.int64),
-                requested=np.array(t["requested"], dtype=np.int64),
-                values=values,
-                health=health,
-                gradable=np.array(t["gradable"], dtype=np.int64),
-                unjudged=np.array(t["unjudged"], dtype=np.int64),
-                missing=np.array(t["missing"], dtype=np.int64),
-                settings=dict(t.get("settings") or {}),
-                source=str(path),
-                kind="baseline",
-                run_id=doc.get("run_id"),
-                model=doc.get("model"),
-                run_status=doc.get("run_status"),
-                stored_votes=(
-                    [
-                        (tuple((int(sz), bool(ok)) for sz, ok in sig), int(u))
-                        for sig, u in t["votes"]
-                    ]
-                    if t.get("votes") is not None and len(t["votes"]) == T
-                    else None
-                ),
+    return validate_model(
+        _known_keys(doc),
+        BaselineFile,
+        path=path,
+        what="baseline file",
+        fix="write the baseline again with `rolleval baseline save`",
+    )
+
+
+def _known_keys(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` without the keys :class:`BaselineFile` and :class:`BaselineTask` do not know."""
+    out = {k: v for k, v in doc.items() if k in BaselineFile.model_fields}
+    tasks = out.get("tasks")
+    if isinstance(tasks, dict):
+        out["tasks"] = {
+            name: (
+                {k: v for k, v in t.items() if k in BaselineTask.model_fields}
+                if isinstance(t, dict)
+                else t
             )
-        except (AttributeError, KeyError, TypeError, ValueError) as exc:
-            raise DataError(
-                f"task {name!r} is malformed ({exc}); write the baseline again with `rolleval baseline save`",
-                path=path,
-            ) from None
+            for name, t in tasks.items()
+        }
+    return out
+
+
+def frames_from_baseline(path: str | os.PathLike[str]) -> dict[str, ProblemFrame]:
+    """Frames of every task of a baseline file (read through :func:`read_baseline`)."""
+    doc = read_baseline(path)
+    out: dict[str, ProblemFrame] = {}
+    for name, t in doc.tasks.items():
+        n_problems = len(t.ids)
+        out[name] = ProblemFrame(
+            task=name,
+            ids=list(t.ids),
+            hashes=list(t.hashes),
+            clusters=list(t.clusters) if t.clusters is not None else [None] * n_problems,
+            n=np.array(t.n, dtype=np.int64),
+            c=np.array(t.c, dtype=np.int64),
+            requested=np.array(t.requested, dtype=np.int64),
+            values={
+                k: np.array([np.nan if x is None else x for x in v], dtype=float)
+                for k, v in t.values.items()
+            },
+            health={
+                k: (np.array(h["numerator"], dtype=float), np.array(h["denominator"], dtype=float))
+                for k, h in t.health.items()
+            },
+            gradable=np.array(t.gradable, dtype=np.int64),
+            unjudged=np.array(t.unjudged, dtype=np.int64),
+            missing=np.array(t.missing, dtype=np.int64),
+            settings=dict(t.settings),
+            source=str(path),
+            kind="baseline",
+            run_id=doc.run_id,
+            model=doc.model,
+            run_status=doc.run_status,
+            # votes are stored per problem, or not at all (absent, or an empty list)
+            stored_votes=(
+                [(tuple(sig), u) for sig, u in t.votes]
+                if t.votes is not None and len(t.votes) == n_problems
+                else None
+            ),
+        )
     return out
 
 

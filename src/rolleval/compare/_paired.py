@@ -9,7 +9,6 @@ from statistics import NormalDist
 from typing import Any, Literal, NamedTuple
 
 import numpy as np
-from scipy.stats import beta as _beta
 
 from ..errors import UsageError
 from ..stats import (
@@ -419,11 +418,19 @@ def _min_problems(n_resamples: int, alpha: float) -> int | None:
     return t if min_attainable_pvalue(t, n_resamples=n_resamples) <= alpha else None
 
 
+def _beta_ppf(level: float, a: float, b: float) -> float:
+    """The Beta(a, b) quantile at ``level``: scipy imported here, where a near-degenerate
+    sample needs it, so that importing the compare path (every CLI start) stays fast."""
+    from scipy.stats import beta
+
+    return float(beta.ppf(level, a, b))
+
+
 def _share_upper(moved: int, total: int, level: float) -> float:
     """Exact (Clopper-Pearson) one-sided upper bound at ``level`` on a binomial share."""
     if moved >= total:
         return 1.0
-    return float(_beta.ppf(level, moved + 1, total - moved))
+    return _beta_ppf(level, moved + 1, total - moved)
 
 
 class _Bound(NamedTuple):
@@ -469,7 +476,7 @@ def _exact_bound(d: np.ndarray, args: _CompareArgs) -> _Bound | None:
             # the Clopper-Pearson bound with the mover count share * n taken as a real
             # number, so that it decreases smoothly with n (a floor would make it jump)
             m = share * n
-            return float(_beta.ppf(level, m + 1.0, n - m)) * span < tau
+            return _beta_ppf(level, m + 1.0, n - m) * span < tau
 
         if fits(t):
             return _Bound(low, high, t)  # the bound already fits: it asks for no more problems

@@ -29,7 +29,6 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from ..errors import UsageError
 from ._base import (
@@ -146,6 +145,8 @@ def _drop_one(predicted: Sequence[str], gold: Sequence[str]) -> tuple[float, flo
         for j, p in enumerate(pred_bags):
             if _numbers_agree(g, p):
                 scores[i, j] = _bag_f1(p, g)
+    from scipy.optimize import linear_sum_assignment  # only for multi-span answers
+
     rows, cols = linear_sum_assignment(-scores)
     best = np.zeros(max(len(gold_bags), len(pred_bags)))
     for r, c in zip(rows, cols, strict=True):

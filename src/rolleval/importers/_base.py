@@ -27,6 +27,7 @@ __all__ = [
     "check_unique",
     "make_prompt",
     "source_error",
+    "with_clusters",
 ]
 
 
@@ -64,9 +65,12 @@ class ImportedTask:
     """``content_hash`` (prompt as sent + reference) or ``id`` (the source lacks one)."""
     source_metrics: dict[str, Any] = field(default_factory=dict)
     """The source's own aggregate numbers for this task (e.g. lm-eval's ``exact_match``)."""
-    stream: Iterator[tuple[PromptRecord, list[RolloutRecord], list[JudgementRecord]]] | None = None
-    """Instead of the three lists: one ``(prompt, rollouts, judgements)`` per problem, read
-    once by the writer (large sources); the other fields are final once it is exhausted."""
+    stream: Iterator[tuple[list[Any], list[Any], list[Any]]] | None = None
+    """Instead of the three lists: batches ``(prompts, rollouts, judgements)`` holding whole
+    problems, read once by the writer (large sources). A batch holds record models, or the
+    record line structs of :mod:`rolleval.records._lines` (the fast serializer of the same
+    models, for sources of millions of records); the other fields are final once the
+    stream is exhausted."""
 
 
 @dataclass
@@ -142,6 +146,22 @@ def make_prompt(
         extras=extras or {},
         content_hash=source_hash,
     )
+
+
+def with_clusters(judgements: list[JudgementRecord]) -> list[JudgementRecord]:
+    """Fill in maj@n answer clusters the source did not give: rollouts of one problem whose
+    extracted answers are the same string share the lowest such index."""
+    lowest: dict[tuple[str, str], int] = {}
+    for j in judgements:
+        if j.cluster is None and j.extracted is not None and j.gradable:
+            key = (j.problem_id, j.extracted)
+            lowest[key] = min(lowest.get(key, j.index), j.index)
+    return [
+        j.model_copy(update={"cluster": lowest[(j.problem_id, j.extracted)]})
+        if j.cluster is None and j.extracted is not None and j.gradable
+        else j
+        for j in judgements
+    ]
 
 
 def source_error(path: Path, what: str, fix: str, *, line: int | None = None) -> DataError:

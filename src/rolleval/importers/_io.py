@@ -21,7 +21,9 @@ __all__ = [
     "SafeZip",
     "head_bytes",
     "iter_jsonl",
+    "iter_jsonl_chunks",
     "load_json_bytes",
+    "parse_jsonl_line",
     "read_json_file",
 ]
 
@@ -66,34 +68,60 @@ def iter_jsonl(path: Path, *, what: str) -> Iterator[tuple[int, dict[str, Any]]]
     A line that is not a JSON object is a :class:`DataError` naming the line; a last line
     cut short says the file is truncated.
     """
-    loads = orjson.loads
     number = 0
     with open(path, "rb") as fh:
         for raw in fh:
             number += 1
             if not raw.strip():
                 continue
-            try:
-                obj = loads(raw)
-            except orjson.JSONDecodeError as exc:
-                truncated = not raw.endswith(b"\n")
-                why = (
-                    "the file is truncated (its last line is cut short)"
-                    if truncated
-                    else f"line is not valid JSON ({exc})"
-                )
-                raise DataError(
-                    f"{what}: {why}; re-export it from the tool that wrote it",
-                    path=path,
-                    line=number,
-                ) from None
-            if not isinstance(obj, dict):
-                raise DataError(
-                    f"{what}: line is not a JSON object ({type(obj).__name__})",
-                    path=path,
-                    line=number,
-                )
-            yield number, obj
+            yield number, parse_jsonl_line(raw, path=path, line=number, what=what)
+
+
+def parse_jsonl_line(
+    raw: bytes, *, path: Path, line: int, what: str, terminated: bool | None = None
+) -> dict[str, Any]:
+    """One JSONL line as a dict, or a :class:`DataError` naming the line (``terminated``:
+    whether a newline followed it; by default, whether ``raw`` ends with one)."""
+    try:
+        obj = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        truncated = not raw.endswith(b"\n") if terminated is None else not terminated
+        why = (
+            "the file is truncated (its last line is cut short)"
+            if truncated
+            else f"line is not valid JSON ({exc})"
+        )
+        raise DataError(
+            f"{what}: {why}; re-export it from the tool that wrote it", path=path, line=line
+        ) from None
+    if not isinstance(obj, dict):
+        raise DataError(
+            f"{what}: line is not a JSON object ({type(obj).__name__})", path=path, line=line
+        )
+    return obj
+
+
+def iter_jsonl_chunks(path: Path, size: int = 4 << 20) -> Iterator[tuple[int, bytes, bool]]:
+    """``(number of its first line, chunk, terminated)``: the file in chunks of whole lines
+    (about ``size`` bytes each, without the newline after the last one); ``terminated`` is
+    False only for a last chunk whose last line has no newline."""
+    number = 1
+    rest = b""
+    with open(path, "rb") as fh:
+        while True:
+            data = fh.read(size)
+            if not data:
+                break
+            buf = rest + data if rest else data
+            cut = buf.rfind(b"\n")
+            if cut < 0:
+                rest = buf
+                continue
+            chunk, rest = buf[:cut], buf[cut + 1 :]
+            yield number, chunk, True
+            number += chunk.count(b"\n") + 1
+    if rest:
+        yield number, rest, False
 
 
 _ZSTD = 93  # zip compression method id of Zstandard (Inspect AI writes .eval logs with it)

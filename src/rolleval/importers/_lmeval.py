@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from ..records import JudgementRecord, PromptRecord, RolloutRecord
+from ..records._lines import JudgementLine, PromptLine, RolloutLine, line_of
 from ._base import (
     ImportedRun,
     ImportedTask,
@@ -27,8 +28,10 @@ from ._base import (
     check_unique,
     make_prompt,
     source_error,
+    with_clusters,
 )
-from ._io import head_bytes, iter_jsonl, read_json_file
+from ._io import head_bytes, iter_jsonl_chunks, parse_jsonl_line, read_json_file
+from ._lmeval_fast import FastLines, known_keys_line_type
 
 __all__ = ["LmEvalReader"]
 
@@ -178,7 +181,7 @@ def _filter_is_take_first(cfg: dict[str, Any], filter_name: str) -> bool | None:
 
 def _task(path: Path, results: dict[str, Any], regrade: str | None) -> ImportedTask:
     """The task of one samples file; its records stream from the file as the writer reads
-    them (memory stays bounded by one document), and the task's settings, notes and
+    them (memory stays bounded by a chunk of lines), and the task's settings, notes and
     unmapped counts are complete once the stream is exhausted."""
     name = _task_name(path)
     task = ImportedTask(
@@ -188,21 +191,51 @@ def _task(path: Path, results: dict[str, Any], regrade: str | None) -> ImportedT
     return task
 
 
-def _stream(
-    path: Path, results: dict[str, Any], regrade: str | None, task: ImportedTask
-) -> Iterator[tuple[PromptRecord, list[RolloutRecord], list[JudgementRecord]]]:
-    name = _task_name(path)
-    cfg = (results.get("configs") or {}).get(name) or {}
-    unmapped = task.unmapped
-    primary_filter: str | None = None
-    seen: set[Any] = set()
-    metric_name: str | None = None
-    max_repeats = 0
-    left_out = 0
-    missing_prompt = False
-    version = (results.get("versions") or {}).get(name)
-    identity = None
-    for number, line in iter_jsonl(path, what="lm-eval samples file"):
+_BATCH = 2048
+"""Documents per batch handed to the writer from lines read one at a time."""
+
+_WHAT = "lm-eval samples file"
+_CHUNK = 16 << 10
+"""Bytes of lines decoded per call: small enough that a chunk's objects stay in the CPU's
+cache (larger chunks are slower), large enough to amortise the call."""
+
+
+class _Samples:
+    """What reading one samples file has found so far (shared by both paths)."""
+
+    def __init__(
+        self, path: Path, results: dict[str, Any], regrade: str | None, task: ImportedTask
+    ):
+        self.path = path
+        self.name = _task_name(path)
+        self.results = results
+        self.regrade = regrade
+        self.task = task
+        self.cfg = (results.get("configs") or {}).get(self.name) or {}
+        self.unmapped = task.unmapped
+        self.primary_filter: str | None = None
+        self.first_metrics: Any = None
+        self.seen: set[Any] = set()
+        self.metric_name: str | None = None
+        self.max_repeats = 0
+        self.left_out = 0
+        self.missing_prompt = False
+        self.version = (results.get("versions") or {}).get(self.name)
+        self.identity: str | None = None
+        self._take_first: dict[str, bool | None] = {}
+
+    def take_first_for(self, fname: str) -> bool | None:
+        if fname not in self._take_first:
+            self._take_first[fname] = _filter_is_take_first(self.cfg, fname)
+        return self._take_first[fname]
+
+    def line(
+        self, number: int, line: dict[str, Any]
+    ) -> tuple[PromptRecord, list[RolloutRecord], list[JudgementRecord]] | None:
+        """The records of one parsed line (the generic path), or None for a line of
+        another filter."""
+        path = self.path
+        unmapped = self.unmapped
         if "doc_id" not in line or "resps" not in line:
             raise source_error(
                 path,
@@ -211,8 +244,8 @@ def _stream(
                 line=number,
             )
         fname = str(line.get("filter", "none"))
-        if primary_filter is None:
-            primary_filter = fname
+        if self.primary_filter is None:
+            self.primary_filter = fname
             metrics = line.get("metrics") or []
             if not metrics:
                 raise source_error(
@@ -221,18 +254,24 @@ def _stream(
                     "re-run lm-eval with a metric_list",
                     line=number,
                 )
-            metric_name = str(metrics[0])
+            self.first_metrics = line.get("metrics")
+            self.metric_name = metric_name = str(metrics[0])
             for other in metrics[1:]:
                 unmapped.add(
                     f"{other} (per-sample metric)",
                     f"only the first metric, {metric_name}, decides correctness",
                 )
-            identity = f"lm-eval:{name}:{metric_name}[{fname}]@{version if version is not None else 'unversioned'}"
-        if fname != primary_filter:
-            unmapped.add("lines of other filters", f"only filter {primary_filter!r} is imported")
-            continue
+            version = self.version
+            self.identity = f"lm-eval:{self.name}:{metric_name}[{fname}]@{version if version is not None else 'unversioned'}"
+        if fname != self.primary_filter:
+            unmapped.add(
+                "lines of other filters", f"only filter {self.primary_filter!r} is imported"
+            )
+            return None
+        metric_name = self.metric_name
+        identity = self.identity
         pid = str(line["doc_id"])
-        check_unique(seen, pid, path=path, what="doc_id", line=number)
+        check_unique(self.seen, pid, path=path, what="doc_id", line=number)
         resps = line.get("resps")
         if not isinstance(resps, list) or not resps:
             raise source_error(
@@ -248,7 +287,7 @@ def _stream(
         if "doc" in line:
             extras["doc"] = line["doc"]
         prompt_record = make_prompt(pid, prompt, reference, extras=extras)
-        missing_prompt = missing_prompt or prompt_record.content_hash is None
+        self.missing_prompt = self.missing_prompt or prompt_record.content_hash is None
         for key in line.keys() - _KNOWN_LINE - set(line.get("metrics") or []):
             unmapped.add(key, "field not known to the importer")
         assert metric_name is not None  # set with primary_filter, on the first line
@@ -268,22 +307,23 @@ def _stream(
         else:
             texts = []  # log-likelihood task: one decision per document, no generated text
         n = max(1, len(texts))
-        max_repeats = max(max_repeats, n)
-        if regrade is not None and generative:
-            yield (
+        self.max_repeats = max(self.max_repeats, n)
+        if self.regrade is not None and generative:
+            return (
                 prompt_record,
                 [
                     RolloutRecord(problem_id=pid, index=j, status="ok", text=text)
                     for j, text in enumerate(texts)
                 ],
-                [
-                    _judgement(pid, j, fv, filtered, identity, unmapped, j == 0)
-                    for j in range(len(texts))
-                ],
+                with_clusters(
+                    [
+                        _judgement(pid, j, fv, filtered, identity, unmapped, j == 0)
+                        for j in range(len(texts))
+                    ]
+                ),
             )
-            continue
         if n > 1:
-            take_first = _filter_is_take_first(cfg, fname)
+            take_first = self.take_first_for(fname)
             if not take_first:
                 why = (
                     f"filter {fname!r} does not end in take_first"
@@ -296,53 +336,174 @@ def _stream(
                     "pass --regrade TYPE to judge every repeat with rolleval's grader",
                     line=number,
                 )
-            left_out += n - 1
+            self.left_out += n - 1
         text = texts[0] if texts else None
-        yield (
+        return (
             prompt_record,
             [RolloutRecord(problem_id=pid, index=0, status="ok", text=text)],
-            [_judgement(pid, 0, fv, filtered, identity, unmapped, True)],
+            with_clusters([_judgement(pid, 0, fv, filtered, identity, unmapped, True)]),
         )
-    if primary_filter is None:
-        raise source_error(
-            path, "the samples file holds no samples", "pass a non-empty lm-eval samples file"
+
+    def fast(self, first_line: dict[str, Any]) -> FastLines | None:
+        """The typed decoder for the lines after ``first_line``, or None where the file
+        must be read line by line (``--regrade``, log-likelihood tasks, unusual keys)."""
+        metrics = self.first_metrics
+        resps = first_line.get("resps")
+        if (
+            self.regrade is not None
+            or not isinstance(metrics, list)
+            or not all(isinstance(m, str) for m in metrics)
+            or len(set(metrics)) != len(metrics)
+            or set(metrics) & _KNOWN_LINE
+            or not (isinstance(resps, list) and len(resps) == 1 and isinstance(resps[0], list))
+        ):
+            return None
+        extra = sorted(first_line.keys() - _KNOWN_LINE - set(metrics))
+        line_type = known_keys_line_type(metrics[0], metrics, extra)
+        return FastLines(self, line_type, metrics, extra, _extracted)
+
+    def finish(self) -> None:
+        """Settings, notes and counts of the task, once every line was read."""
+        path, name, results, task = self.path, self.name, self.results, self.task
+        self.seen = set()  # every doc_id was checked: free it before the report is built
+        if self.primary_filter is None:
+            raise source_error(
+                path, "the samples file holds no samples", "pass a non-empty lm-eval samples file"
+            )
+        notes = task.notes
+        if self.left_out:
+            notes.append(
+                f"lm-eval scored only the first of up to {self.max_repeats} repeats (take_first): imported n = 1 per problem; "
+                f"{self.left_out} later repeats left out (pass --regrade TYPE to judge every repeat)"
+            )
+            self.unmapped.add(
+                "resps[0][1:]", "repeats without a per-repeat score (take_first)", self.left_out
+            )
+        if self.missing_prompt:
+            notes.append("some documents have no logged prompt: those align by doc_id only")
+        metric_name = self.metric_name
+        version = self.version
+        cfg = self.cfg
+        res = (results.get("results") or {}).get(name) or {}
+        source_metrics = {
+            k: v
+            for k, v in res.items()
+            if isinstance(k, str) and k.split(",")[0] == metric_name and "," in k
+        }
+        sampling = dict(cfg.get("generation_kwargs") or {})
+        task.settings = {
+            "description": f"lm-eval task {name!r}"
+            + (f" (version {version})" if version is not None else ""),
+            "grader_identity": self.identity,
+            "sampling": sampling or None,
+            "source": {
+                "harness": "lm-evaluation-harness",
+                "task": name,
+                "task_version": version,
+                "task_hash": (results.get("task_hashes") or {}).get(name),
+                "filter": self.primary_filter,
+                "metric": metric_name,
+                "repeats": cfg.get("repeats"),
+                "n_samples": (results.get("n-samples") or {}).get(name),
+            },
+            "source_file": path.name,
+        }
+        task.aligned_by = "id" if self.missing_prompt else "content_hash"
+        task.source_metrics = source_metrics
+
+
+Batch = tuple[list[PromptLine], list[RolloutLine], list[JudgementLine]]
+
+
+def _stream(
+    path: Path, results: dict[str, Any], regrade: str | None, task: ImportedTask
+) -> Iterator[Batch]:
+    """Batches of record lines, in source order.
+
+    The first line is read by the generic path (it fixes the filter, the metric and the
+    shape of a line); the rest a chunk at a time by the typed decoder, line by line where
+    a chunk does not fit it, and by the generic path for each line that does not.
+    """
+    st = _Samples(path, results, regrade, task)
+    fast: FastLines | None = None
+    started = False
+    P: list[PromptLine] = []
+    R: list[RolloutLine] = []
+    J: list[JudgementLine] = []
+
+    def add(recs: tuple[PromptRecord, list[RolloutRecord], list[JudgementRecord]] | None) -> None:
+        if recs is not None:
+            p, rs, js = recs
+            P.append(line_of(p))
+            R.extend(line_of(r) for r in rs)
+            J.extend(line_of(j) for j in js)
+
+    def generic(number: int, raw: bytes, terminated: bool) -> None:
+        add(
+            st.line(
+                number,
+                parse_jsonl_line(raw, path=path, line=number, what=_WHAT, terminated=terminated),
+            )
         )
-    notes = task.notes
-    if left_out:
-        notes.append(
-            f"lm-eval scored only the first of up to {max_repeats} repeats (take_first): imported n = 1 per problem; "
-            f"{left_out} later repeats left out (pass --regrade TYPE to judge every repeat)"
-        )
-        unmapped.add("resps[0][1:]", "repeats without a per-repeat score (take_first)", left_out)
-    if missing_prompt:
-        notes.append("some documents have no logged prompt: those align by doc_id only")
-    res = (results.get("results") or {}).get(name) or {}
-    source_metrics = {
-        k: v
-        for k, v in res.items()
-        if isinstance(k, str) and k.split(",")[0] == metric_name and "," in k
-    }
-    sampling = dict(cfg.get("generation_kwargs") or {})
-    settings: dict[str, Any] = {
-        "description": f"lm-eval task {name!r}"
-        + (f" (version {version})" if version is not None else ""),
-        "grader_identity": identity,
-        "sampling": sampling or None,
-        "source": {
-            "harness": "lm-evaluation-harness",
-            "task": name,
-            "task_version": version,
-            "task_hash": (results.get("task_hashes") or {}).get(name),
-            "filter": primary_filter,
-            "metric": metric_name,
-            "repeats": cfg.get("repeats"),
-            "n_samples": (results.get("n-samples") or {}).get(name),
-        },
-        "source_file": path.name,
-    }
-    task.settings = settings
-    task.aligned_by = "id" if missing_prompt else "content_hash"
-    task.source_metrics = source_metrics
+
+    for first, chunk, terminated in iter_jsonl_chunks(path, _CHUNK):
+        rows = fast.decode_chunk(chunk) if fast is not None else None
+        if rows is not None:
+            lines: list[bytes] | None = None
+            for i in fast.records(rows, P, R, J):  # type: ignore[union-attr]
+                lines = lines or chunk.split(b"\n")
+                generic(first + i, lines[i], True)
+        else:
+            lines = chunk.split(b"\n")
+            last = len(lines) - 1
+            for j, raw in enumerate(lines):
+                if not raw.strip():
+                    continue
+                if not started:  # the first line: generic, then it sets up the typed path
+                    number = first + j
+                    line = parse_jsonl_line(
+                        raw, path=path, line=number, what=_WHAT, terminated=terminated or j < last
+                    )
+                    add(st.line(number, line))
+                    started = True
+                    fast = st.fast(line)
+                    rest = b"\n".join(lines[j + 1 :])
+                    rows = fast.decode_chunk(rest) if fast is not None and rest else None
+                    if rows is not None:  # the rest of the first chunk, typed at once
+                        for i in fast.records(rows, P, R, J):  # type: ignore[union-attr]
+                            generic(number + 1 + i, lines[j + 1 + i], True)
+                        break
+                    continue
+                row = fast.decode_line(raw) if fast is not None else None
+                if row is None or next(fast.records([row], P, R, J), None) is not None:  # type: ignore[union-attr]
+                    generic(first + j, raw, terminated or j < last)
+                if len(P) >= _BATCH:
+                    yield P, R, J
+                    P, R, J = [], [], []
+        if len(P) >= _BATCH:
+            yield P, R, J
+            P, R, J = [], [], []
+    if P or R or J:
+        yield P, R, J
+    st.finish()
+
+
+def _extracted(filtered: list[Any]) -> str | None:
+    """The extracted answer of a judged rollout from lm-eval's ``filtered_resps``."""
+    f0 = filtered[0] if filtered else None
+    if isinstance(f0, str):
+        return f0.strip() or None
+    if isinstance(f0, list) and f0 and isinstance(f0[0], str):
+        return f0[0].strip() or None
+    if (
+        isinstance(filtered, list)
+        and filtered
+        and all(isinstance(x, list) and x and isinstance(x[0], (int, float)) for x in filtered)
+    ):
+        # log-likelihood choices: the choice with the highest log-likelihood
+        best = max(range(len(filtered)), key=lambda i: filtered[i][0])
+        return str(best)
+    return None
 
 
 def _judgement(
@@ -366,17 +527,7 @@ def _judgement(
     rec["correct"] = value >= 1.0
     if 0.0 <= value <= 1.0 and value not in (0.0, 1.0):
         rec["score"] = value
-    f0 = filtered[0] if filtered else None
-    if isinstance(f0, str):
-        rec["extracted"] = f0.strip() or None
-    elif isinstance(f0, list) and f0 and isinstance(f0[0], str):
-        rec["extracted"] = f0[0].strip() or None
-    elif (
-        isinstance(filtered, list)
-        and filtered
-        and all(isinstance(x, list) and x and isinstance(x[0], (int, float)) for x in filtered)
-    ):
-        # log-likelihood choices: the choice with the highest log-likelihood
-        best = max(range(len(filtered)), key=lambda i: filtered[i][0])
-        rec["extracted"] = str(best)
+    extracted = _extracted(filtered)
+    if extracted is not None:
+        rec["extracted"] = extracted
     return JudgementRecord(**rec)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationInfo, model_validator
@@ -18,13 +19,19 @@ __all__ = [
 
 #: Version of the record protocol and run-directory layout. It covers the manifest,
 #: ``task.json``, ``profile.json`` and the three record streams together. Bump it on any
-#: incompatible change and give the models an upgrade step in their ``_upgrade`` validator.
-SCHEMA_VERSION = 1
+#: incompatible change and give the models an upgrade step in their ``_upgrades``.
+#: Version 2 renamed the manifest's ``measurement.n`` to ``n_rollouts``; nothing else changed.
+SCHEMA_VERSION = 2
 
 
 def check_schema_version(version: object, *, path: object, what: str = "record schema") -> None:
-    """Refuse a schema version other than :data:`SCHEMA_VERSION`, naming both."""
-    if version != SCHEMA_VERSION:
+    """Refuse a schema version this rolleval cannot read (newer, or not 1 to
+    :data:`SCHEMA_VERSION`), naming both."""
+    if (
+        not isinstance(version, int)
+        or isinstance(version, bool)
+        or not 1 <= version <= SCHEMA_VERSION
+    ):
         raise SchemaVersionError(
             f"{what} version {version!r} is not readable by this rolleval "
             f"(reads version {SCHEMA_VERSION}); use the rolleval version that wrote it",
@@ -47,8 +54,8 @@ class StreamRecord(_Model):
 
     Lines carry no version of their own: the run's ``manifest.json`` ``schema_version``
     covers them. A reader of an older run passes that version as validation context
-    (``model_validate(data, context={"schema_version": v})``) and :meth:`_upgrade` brings
-    the line to the current shape before the fields are checked.
+    (``model_validate(data, context={"schema_version": v})``) and :meth:`_upgrade_stream`
+    refuses a newer one (no line has changed shape yet: versions 1 and 2 read as they are).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -67,13 +74,15 @@ class FileModel(_Model):
 
     Subclasses declare their version field first. :meth:`_upgrade` (``mode="before"``)
     refuses a version newer than this rolleval reads and rewrites older shapes into the
-    current one; ``_upgrades`` maps a version to the step that lifts it by one.
+    current one; ``_upgrades`` maps a version to the step that lifts it by one. A version
+    with no step is refused with ``stale_fix`` (a file too old to upgrade).
     """
 
     version_field: ClassVar[str] = "schema_version"
     current_version: ClassVar[int] = SCHEMA_VERSION
     kind: ClassVar[str] = "file"
-    _upgrades: ClassVar[dict[int, Any]] = {}
+    _upgrades: ClassVar[dict[int, Callable[[dict[str, Any]], dict[str, Any]]]] = {}
+    stale_fix: ClassVar[str] = "use the rolleval version that wrote it"
 
     @model_validator(mode="before")
     @classmethod
@@ -91,7 +100,14 @@ class FileModel(_Model):
             )
         data = cls._normalise(dict(data))
         while version < cls.current_version:
-            data = cls._upgrades[version](data)
+            step = cls._upgrades.get(version)
+            if step is None:
+                writer = data.get("rolleval_version", "unknown")
+                raise SchemaVersionError(
+                    f"{cls.kind} version {version!r} (written by rolleval {writer}) is too old "
+                    f"for this rolleval, which reads version {cls.current_version}; {cls.stale_fix}"
+                )
+            data = step(data)
             version += 1
             data[cls.version_field] = version
         return data

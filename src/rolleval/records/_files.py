@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Final, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, model_validator
 
 from ._base import SCHEMA_VERSION, FileModel, RecordPart
 
@@ -75,12 +75,29 @@ class Segment(RecordPart):
     status: RunStatus | None = None
 
 
+def _unchanged(data: dict[str, Any]) -> dict[str, Any]:
+    return data
+
+
+def _rename_measurement_n(data: dict[str, Any]) -> dict[str, Any]:
+    """``measurement.n`` (schema 1; baseline files copy it) is ``n_rollouts`` from schema 2."""
+    measurement = data.get("measurement")
+    if isinstance(measurement, dict) and "n" in measurement and "n_rollouts" not in measurement:
+        data["measurement"] = {("n_rollouts" if k == "n" else k): v for k, v in measurement.items()}
+    return data
+
+
+#: Schema 2 changed only the manifest: the other run files and the streams read as they are.
+_SAME_SINCE_1: dict[int, Any] = {1: _unchanged}
+
+
 class RunManifest(FileModel):
     """``manifest.json``: identity, status, settings and provenance of a run."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
 
     kind: ClassVar[str] = "run schema"
+    _upgrades: ClassVar[dict[int, Any]] = {1: _rename_measurement_n}
 
     schema_version: int = SCHEMA_VERSION
     """Version of the run-directory format (:data:`~rolleval.records.SCHEMA_VERSION`)."""
@@ -93,7 +110,8 @@ class RunManifest(FileModel):
     """Version of rolleval that created the run."""
     status: RunStatus = "completed"
     measurement: dict[str, Any] | None = None
-    """Settings that decide what the numbers mean; ``--resume`` refuses any change."""
+    """Settings that decide what the numbers mean; ``--resume`` refuses any change.
+    Schema 1 named the rollout count ``n``; reading lifts it to ``n_rollouts``."""
     throughput: dict[str, Any] | None = None
     """Settings that only decide speed; may change on resume. Never the API key itself."""
     config: RunSummary = Field(default_factory=RunSummary)
@@ -138,6 +156,7 @@ class TaskSettings(FileModel):
     """``task.json``: how a task was run, graded and reported, and what data it used."""
 
     kind: ClassVar[str] = "task settings schema"
+    _upgrades: ClassVar[dict[int, Any]] = _SAME_SINCE_1
 
     schema_version: int = SCHEMA_VERSION
     """Same version as the manifest's (absent in files written before it was recorded: 1)."""
@@ -220,6 +239,7 @@ class Profile(FileModel):
     """``profile.json``: token usage, latency percentiles, throughput, from stored rollouts."""
 
     kind: ClassVar[str] = "profile schema"
+    _upgrades: ClassVar[dict[int, Any]] = _SAME_SINCE_1
 
     schema_version: int = SCHEMA_VERSION
     rollouts: ProfileRollouts
@@ -270,8 +290,44 @@ class BaselineTask(RecordPart):
     values: dict[str, list[float | None]]
     health: dict[str, dict[Literal["numerator", "denominator"], list[float]]]
     """Pooled health counts: name -> per-problem numerator and denominator."""
-    votes: list[tuple[list[tuple[int, bool]], int]]
-    """Per problem: the answer clusters as (size, correct), and rollouts voting for nothing."""
+    votes: list[tuple[list[tuple[int, bool]], int]] | None = None
+    """Per problem: the answer clusters as (size, correct), and rollouts voting for nothing
+    (absent or empty: not stored, as in files saved before issue 10 was fixed; maj@n and
+    self-consistency then refuse the file)."""
+
+    @model_validator(mode="after")
+    def _one_entry_per_problem(self) -> BaselineTask:
+        """Every per-problem list holds one entry per id; ids are distinct."""
+        n_problems = len(self.ids)
+        if len(set(self.ids)) != n_problems:
+            raise ValueError("a problem id is listed twice in 'ids'")
+        lists: dict[str, list[Any]] = {
+            "hashes": self.hashes,
+            "n": self.n,
+            "c": self.c,
+            "requested": self.requested,
+            "gradable": self.gradable,
+            "unjudged": self.unjudged,
+            "missing": self.missing,
+        }
+        if self.clusters is not None:
+            lists["clusters"] = self.clusters
+        if self.votes:
+            lists["votes"] = self.votes
+        for name, values in self.values.items():
+            lists[f"values.{name}"] = values
+        for name, counts in self.health.items():
+            for part in ("numerator", "denominator"):
+                if part not in counts:
+                    raise ValueError(f"'health.{name}' has no {part!r} list")
+                lists[f"health.{name}.{part}"] = counts[part]
+        for name, values in lists.items():
+            if len(values) != n_problems:
+                raise ValueError(
+                    f"{name!r} has {len(values)} entries for {n_problems} problems ('ids'); "
+                    "every per-problem list needs one entry per problem"
+                )
+        return self
 
 
 class BaselineFile(FileModel):
@@ -279,6 +335,9 @@ class BaselineFile(FileModel):
 
     kind: ClassVar[str] = "baseline schema"
     current_version: ClassVar[int] = BASELINE_SCHEMA
+    stale_fix: ClassVar[str] = (
+        "write it again from its run with `rolleval baseline save RUN --out FILE --force`"
+    )
 
     schema_version: int = BASELINE_SCHEMA
     format: Literal["rolleval-baseline"] = BASELINE_FORMAT
@@ -287,15 +346,22 @@ class BaselineFile(FileModel):
     model: str | None = None
     provenance: dict[str, Any] | None = None
     measurement: dict[str, Any] | None = None
+    """The run manifest's ``measurement`` (a file saved from a schema-1 run says ``n``:
+    read as ``n_rollouts``)."""
     run_status: str | None = None
     """The run's status when the baseline was saved (``completed`` unless forced)."""
     tasks: dict[str, BaselineTask] = Field(default_factory=dict)
+
+    @classmethod
+    def _normalise(cls, data: dict[str, Any]) -> dict[str, Any]:
+        return _rename_measurement_n(data)
 
 
 class LockHolder(FileModel):
     """``.rolleval.lock``: who holds the run directory's write lock (empty when free)."""
 
     kind: ClassVar[str] = "lock file schema"
+    _upgrades: ClassVar[dict[int, Any]] = _SAME_SINCE_1
 
     schema_version: int = SCHEMA_VERSION
     pid: int

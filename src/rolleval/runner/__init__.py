@@ -194,13 +194,13 @@ async def _run_async(
             record_resume(resumed, config, prov)
         resume = resumed is not None
         with resumed or create_run(out, config, tasks, prov, on_note=say) as writer:
-            plans = _plan(writer, tasks, config.n)
+            plans = _plan(writer, tasks, config.n_rollouts)
             requested = sum(p.n_requests for p in plans)
             if resume:
                 n_grade = sum(len(p.to_grade) for p in plans)
                 say(f"resuming {out}: {requested} rollouts to request, {n_grade} problems to grade")
             counters = await _schedule(writer, tasks, plans, client, config, progress)
-            _finish(writer, tasks, counters, requested, endpoint, out, config.n)
+            _finish(writer, tasks, counters, requested, endpoint, out, config.n_rollouts)
             from ..api import report_run
 
             report = report_run(writer.run).report

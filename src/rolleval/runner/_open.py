@@ -154,7 +154,7 @@ def create_run(
         status="running",
         measurement=config.measurement(),
         throughput=config.throughput(),
-        config=RunSummary(model=config.model, n_rollouts=config.n, seed=config.seed),
+        config=RunSummary(model=config.model, n_rollouts=config.n_rollouts, seed=config.seed),
         tasks=[],
         provenance=prov,
     )

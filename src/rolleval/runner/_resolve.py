@@ -125,7 +125,7 @@ def _task_settings(
     return TaskSettings(
         name=spec.name,
         description=spec.description,
-        n_rollouts=1 if spec.type == "loglik" else config.n,
+        n_rollouts=1 if spec.type == "loglik" else config.n_rollouts,
         ks=config.ks,
         denominator_policy=config.denominator_policy,
         score_key=spec.score_key,

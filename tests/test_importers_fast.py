@@ -1,0 +1,260 @@
+"""The typed fast path of the lm-eval importer gives exactly what the generic path gives.
+
+Each file is imported twice: as shipped (typed decoding, record line structs, the report
+computed from the columns in memory) and with the fast path switched off (every line parsed
+whole and built as pydantic records, the report read back from disk). Records, content
+hashes, the import summary (every unmapped field, by reason and count), task.json and the
+reports must agree, and every line of the fast run validates against the record models.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import orjson
+import pytest
+
+from conftest import assert_run_valid
+from rolleval import import_run
+from rolleval.api import report_run
+from rolleval.errors import DataError
+from rolleval.importers import _lmeval
+
+DATA = Path(__file__).parent / "data" / "imports" / "lm-eval"
+STREAMS = ("prompts.jsonl", "rollouts.jsonl", "judgements.jsonl")
+
+
+def _generic(monkeypatch) -> None:
+    monkeypatch.setattr(_lmeval._Samples, "fast", lambda self, first_line: None)
+
+
+def _import_both(source: Path, tmp_path: Path, monkeypatch) -> tuple[Path, Path, list[int]]:
+    """(fast run, generic run, lines the fast path decoded typed)."""
+    typed: list[int] = []
+    real = _lmeval.FastLines.records
+
+    def counting(self, rows, *lists):
+        typed.append(len(rows))
+        return real(self, rows, *lists)
+
+    with monkeypatch.context() as m:
+        m.setattr(_lmeval.FastLines, "records", counting)
+        import_run("lm-eval", source, tmp_path / "fast")
+    with monkeypatch.context() as m:
+        _generic(m)
+        import_run("lm-eval", source, tmp_path / "generic")
+    return tmp_path / "fast", tmp_path / "generic", typed
+
+
+def _task_dir(run: Path) -> Path:
+    (task,) = (run / "tasks").iterdir()
+    return task
+
+
+def _assert_same_run(fast: Path, generic: Path) -> None:
+    f, g = _task_dir(fast), _task_dir(generic)
+    for name in STREAMS:
+        fl = [orjson.loads(x) for x in (f / name).read_bytes().splitlines()]
+        gl = [orjson.loads(x) for x in (g / name).read_bytes().splitlines()]
+        assert fl == gl, name  # same records, same order
+    # rollouts and judgements are byte-identical; prompts differ only in the spacing of the
+    # source's own JSON kept verbatim inside extras (doc and hashes)
+    for name in ("rollouts.jsonl", "judgements.jsonl"):
+        assert (f / name).read_bytes() == (g / name).read_bytes(), name
+    assert (f / "task.json").read_bytes() == (g / "task.json").read_bytes()
+    assert (f / "report.json").read_bytes() == (g / "report.json").read_bytes()
+    fr, gr = (orjson.loads((r / "report.json").read_bytes()) for r in (fast, generic))
+    assert fr.pop("run_id") != gr.pop("run_id")
+    assert fr == gr
+    fm = orjson.loads((fast / "manifest.json").read_bytes())
+    gm = orjson.loads((generic / "manifest.json").read_bytes())
+    assert fm["import"] == gm["import"]
+    assert_run_valid(fast)
+
+
+@pytest.mark.parametrize("variant", ["seed1", "seed2", "degraded"])
+def test_real_lmeval_files_import_the_same_on_both_paths(variant, tmp_path, monkeypatch):
+    fast, generic, typed = _import_both(DATA / variant, tmp_path, monkeypatch)
+    assert sum(typed) == 99  # every line after the first took the typed path
+    assert max(typed) > 1  # many lines per decode call
+    _assert_same_run(fast, generic)
+    hashes = [
+        orjson.loads(x)["content_hash"]
+        for x in (_task_dir(fast) / "prompts.jsonl").read_bytes().splitlines()
+    ]
+    assert len(set(hashes)) == 100 and all(len(h) == 64 for h in hashes)
+
+
+@pytest.mark.parametrize("source", ["seed1", "awkward"])
+def test_report_from_memory_equals_report_recomputed_from_disk(source, tmp_path):
+    """The import computes its report from the columns it wrote; `rolleval report` reading
+    the files back writes the same bytes."""
+    src = DATA / source if source != "awkward" else _awkward_source(tmp_path / "src").parent
+    import_run("lm-eval", src, tmp_path / "r")
+    written = {
+        p.relative_to(tmp_path): p.read_bytes() for p in (tmp_path / "r").rglob("report.json")
+    }
+    assert len(written) == 2
+    result = report_run(tmp_path / "r")  # from the files
+    assert result.warnings == []
+    again = {p.relative_to(tmp_path): p.read_bytes() for p in (tmp_path / "r").rglob("report.json")}
+    assert again == written
+
+
+# --- a file of awkward lines, long enough to span many chunks ----------------------------
+
+
+def _line(i: int, **over) -> dict:
+    content = f'Answer with one word.\nQ: What colour is thing {i}? é漢🙂 "q" \\ \t\nA:'
+    line = {
+        "doc_id": i,
+        "doc": {"id": f"t-{i}", "answer": "red", "n": [1, 2.5, None]},
+        "target": "red",
+        "arguments": {
+            "gen_args_0": {
+                "arg_0": [json.dumps([{"role": "user", "content": content}])],
+                "arg_1": {"until": ["\n"]},
+            }
+        },
+        "resps": [["red", "blue"]],
+        "filtered_resps": ["red "],
+        "filter": "last-word",
+        "metrics": ["exact_match", "f1"],
+        "doc_hash": "0" * 64,
+        "prompt_hash": "1" * 64,
+        "target_hash": "2" * 64,
+        "exact_match": float(i % 3 == 0),
+        "f1": 0.5,
+        "task_extra": {"kept": "out"},  # on the first line: not known to the importer
+    }
+    line.update(over)
+    return {k: v for k, v in line.items() if v is not _DROP}
+
+
+_DROP = object()
+
+
+def _awkward_source(folder: Path, n: int = 400) -> Path:
+    folder.mkdir()
+    results = {
+        "configs": {
+            "odd": {
+                "repeats": 2,
+                "filter_list": [
+                    {"name": "last-word", "filter": [{"function": "take_first"}]},
+                    {"name": "strict", "filter": [{"function": "regex"}]},
+                ],
+            }
+        },
+        "versions": {"odd": 2},
+        "results": {"odd": {"exact_match,last-word": 0.33}},
+    }
+    (folder / "results_2026-01-01T00-00-00.000000.json").write_text(json.dumps(results))
+    rows: list[str] = []
+    for i in range(n):
+        over: dict = {}
+        kind = i % 23
+        if i and kind == 1:
+            over = {"surprise": i}  # a key not on the first line
+        elif i and kind == 2:
+            over = {"task_extra": _DROP}  # the first line's unknown key, absent here
+        elif kind == 3:
+            over = {"filter": "strict"}  # another filter: left out, counted
+        elif kind == 4:
+            over = {"exact_match": None}  # no value
+        elif kind == 5:
+            over = {"exact_match": "n/a"}  # not a number
+        elif kind == 6:
+            over = {"arguments": [["plain text prompt " + str(i), {"until": []}]]}
+        elif kind == 7:
+            over = {"target": 7, "filtered_resps": [["seven"]]}
+        elif kind == 8:
+            over = {"arguments": {"gen_args_0": {"arg_0": ["[not json"]}}}
+        elif kind == 9:
+            over = {"exact_match": True, "metrics": ["exact_match"], "f1": _DROP}
+        elif kind == 10:
+            over = {"resps": [["only one"]], "exact_match": 0.25}  # a graded score
+        elif kind == 11:
+            over = {"doc_id": f"id-{i}"}
+        elif kind == 12:
+            over = {"doc": _DROP, "doc_hash": None}
+        elif kind == 13:
+            over = {"resps": [[]], "filtered_resps": []}
+        elif kind == 14:
+            over = {"arguments": {"gen_args_0": {"arg_0": [json.dumps([{"role": "user"}])]}}}
+        elif kind == 15:
+            over = {"filtered_resps": ["   "]}
+        text = json.dumps(_line(i, **over), ensure_ascii=i % 2 == 0)
+        rows.append(text)
+        if kind == 16:
+            rows.append("")  # a blank line
+    samples = folder / "samples_odd_2026-01-01T00-00-00.000000.jsonl"
+    samples.write_text("\n".join(rows) + "\n")
+    return samples
+
+
+def test_awkward_lines_import_the_same_on_both_paths(tmp_path, monkeypatch):
+    _awkward_source(tmp_path / "src")
+    fast, generic, typed = _import_both(tmp_path / "src", tmp_path, monkeypatch)
+    assert sum(typed) > 300  # most lines took the typed path
+    _assert_same_run(fast, generic)
+    summary = orjson.loads((fast / "manifest.json").read_bytes())["import"]["tasks"]["odd"]
+    unmapped = {(u["field"], u["reason"]): u["count"] for u in summary["unmapped"]}
+    # counted from the file by hand: i % 23 == k for i in 0..399, i > 0 where the key is
+    # the first line's own
+    per_kind = {k: sum(1 for i in range(400) if i % 23 == k) for k in range(23)}
+    known = "field not known to the importer"
+    assert unmapped[("surprise", known)] == per_kind[1]
+    # on every line but those without it (kind 2) and those of another filter (kind 3)
+    assert unmapped[("task_extra", known)] == 400 - per_kind[2] - per_kind[3]
+    assert (
+        unmapped[("lines of other filters", "only filter 'last-word' is imported")] == (per_kind[3])
+    )
+    assert unmapped[("metric value", "missing or not a number")] == per_kind[4] + per_kind[5]
+    assert (
+        "f1 (per-sample metric)",
+        "only the first metric, exact_match, decides correctness",
+    ) in (unmapped)
+    assert summary["problems"] == 400 - per_kind[3]
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda rows: rows.insert(300, rows[250]), "duplicate doc_id"),
+        (lambda rows: rows.__setitem__(300, rows[300][:-30]), "not valid JSON"),
+        (lambda rows: rows.__setitem__(399, rows[399][:-30]), "truncated"),
+        (lambda rows: rows.__setitem__(300, '{"doc_id": 1}'), "no 'doc_id' or 'resps'"),
+    ],
+    ids=["duplicate", "bad-json", "truncated", "not-a-sample"],
+)
+def test_bad_lines_deep_in_a_file_are_the_same_one_line_errors(
+    edit, message, tmp_path, monkeypatch
+):
+    samples = _awkward_source(tmp_path / "src")
+    rows = samples.read_text().split("\n")[:-1]
+    rows = [r for r in rows if r]
+    edit(rows)
+    tail = "" if message == "truncated" else "\n"
+    samples.write_text("\n".join(rows) + tail)
+    with pytest.raises(DataError) as fast:
+        import_run("lm-eval", tmp_path / "src", tmp_path / "fast")
+    _generic(monkeypatch)
+    with pytest.raises(DataError) as generic:
+        import_run("lm-eval", tmp_path / "src", tmp_path / "generic")
+    assert str(fast.value) == str(generic.value)
+    assert message in str(fast.value) and f"{samples}:" in str(fast.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
+
+
+def test_invalid_utf8_deep_in_a_file_is_refused_on_both_paths(tmp_path, monkeypatch):
+    samples = _awkward_source(tmp_path / "src")
+    data = samples.read_bytes().replace(b'"t-300"', b'"t-\xff00"')
+    samples.write_bytes(data)
+    with pytest.raises(DataError, match="not valid JSON") as fast:
+        import_run("lm-eval", tmp_path / "src", tmp_path / "fast")
+    _generic(monkeypatch)
+    with pytest.raises(DataError) as generic:
+        import_run("lm-eval", tmp_path / "src", tmp_path / "generic")
+    assert str(fast.value) == str(generic.value)
