@@ -30,8 +30,9 @@ import contextlib
 import operator
 import os
 import re
+import typing
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -59,6 +60,7 @@ from .records import (
 __all__ = [
     "RUN_FORMAT",
     "JsonlAppender",
+    "JsonlChunks",
     "JsonlColumns",
     "JsonlContent",
     "Records",
@@ -274,63 +276,150 @@ def read_jsonl_columns(
     what: str = "records",
     missing_ok: bool = False,
     fix: str = "",
+    presence: Collection[str] = (),
 ) -> JsonlColumns:
     """Read a JSONL file into one list per field of ``schema`` (a ``msgspec.Struct``).
 
     Same rules as :func:`read_jsonl`: a torn last line is ignored with a warning, any other
     bad line is a :class:`DataError` naming the line. Each record is decoded and type-checked
     against ``schema`` in C (fields the schema does not name are skipped without building a
-    dict), a few megabytes at a time, so the cost stays close to parsing the file and the
-    memory close to the size of the columns. A record of the wrong shape is a
-    :class:`DataError` naming the line and the field; ``fix`` is appended to the message.
+    dict), a few megabytes at a time (:class:`JsonlChunks`), so the cost stays close to
+    parsing the file and the memory close to the size of the columns: the file is never held
+    whole, and equal strings of a string field share one object (a million ``"ok"`` statuses
+    are one string). A record of the wrong shape is a :class:`DataError` naming the line and
+    the field; ``fix`` is appended to the message. A field named in ``presence`` keeps
+    only whether it was there: ``True``, or ``None`` when absent or null (for fields whose
+    value a reader never looks at, such as a long extracted answer).
     """
     path = Path(path)
     fields = list(schema.__struct_fields__)
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        if missing_ok:
-            return JsonlColumns({f: [] for f in fields}, 0, validated=True)
-        raise DataError(f"{what} file not found", path=path) from None
-    body, torn_line, torn_bytes = _cut_torn_tail(path, data)
-    del data
-    one = msgspec.json.Decoder(schema)
-    many = msgspec.json.Decoder(list[schema])  # type: ignore[valid-type]
+    if not path.exists() and missing_ok:
+        return JsonlColumns({f: [] for f in fields}, 0, validated=True)
     cols: dict[str, list[Any]] = {f: [] for f in fields}
-    getters = [(cols[f], operator.attrgetter(f)) for f in fields]
+    shared = _string_fields(schema)
+    getters: list[tuple[list[Any], Any, dict[Any, Any] | None]] = [
+        (cols[f], operator.attrgetter(f), {} if f in shared else None) for f in fields
+    ]
     lines: list[int] | None = None
-    if b"\n\n" in body or body.startswith(b"\n") or b"\n " in body or b"\r" in body:
-        # Blank or unusual lines: decode line by line, keeping line numbers.
-        lines = []
-        rows = []
-        for i, ln in enumerate(body.split(b"\n")):
-            if ln.strip():
-                _check_utf8(ln, path, i, fix)
-                rows.append(_decode_line(one, ln, path, i + 1, fix))
-                lines.append(i + 1)
-        for col, get in getters:
-            col.extend(map(get, rows))
-        return JsonlColumns(cols, len(rows), lines, torn_line, torn_bytes, validated=True)
     n = 0
-    pos = 0
-    size = len(body)
-    while pos < size:
-        end = body.rfind(b"\n", pos, pos + _CHUNK_BYTES)
-        if end < pos:
-            end = body.find(b"\n", pos)
-        chunk = body[pos:end]
-        _check_utf8(chunk, path, n, fix)
-        pos = end + 1
+    chunks = JsonlChunks(path, schema, what=what, fix=fix)
+    for rows, numbers in chunks:
+        if lines is None and not (isinstance(numbers, range) and numbers.start == n + 1):
+            lines = list(range(1, n + 1))  # from here on, record i is not on line i + 1
+        if lines is not None:
+            lines.extend(numbers)
+        for i, (col, get, cache) in enumerate(getters):
+            values = list(map(get, rows))
+            if fields[i] in presence:
+                values = [None if v is None else True for v in values]
+            elif cache is not None:
+                values = list(map(cache.setdefault, values, values))
+                if len(cache) > _SHARE_MAX:  # mostly distinct values: sharing saves nothing
+                    getters[i] = (col, get, None)
+            col.extend(values)
+        n += len(rows)
+    return JsonlColumns(cols, n, lines, chunks.torn_line, chunks.torn_bytes, validated=True)
+
+
+#: A string field stops sharing equal values once this many distinct ones were seen.
+_SHARE_MAX = 1 << 17
+
+
+def _string_fields(schema: type[msgspec.Struct]) -> set[str]:
+    out = set()
+    for f in msgspec.structs.fields(schema):
+        kinds = typing.get_args(f.type) or (f.type,)
+        if str in kinds:
+            out.add(f.name)
+    return out
+
+
+class JsonlChunks:
+    """The records of a JSONL file decoded as ``schema`` a few megabytes at a time.
+
+    Iterating yields ``(rows, lines)`` per chunk: the decoded structs, and their 1-based line
+    numbers (a ``range`` when the chunk's lines are all records, else a list). Blank lines are skipped; a torn last line is left
+    out with a :class:`TornLineWarning` and reported as :attr:`torn_line` and
+    :attr:`torn_bytes` once the iteration is over. Any other bad line raises
+    :class:`DataError` naming the line (as :func:`read_jsonl_columns`). Memory: one chunk.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        schema: type[msgspec.Struct],
+        *,
+        what: str = "records",
+        fix: str = "",
+        chunk_bytes: int | None = None,
+    ):
+        self.path = Path(path)
+        self.schema = schema
+        self.what = what
+        self.fix = fix
+        self.chunk_bytes = chunk_bytes or _CHUNK_BYTES
+        self.torn_line: int | None = None
+        self.torn_bytes = 0
+
+    def __iter__(self) -> Iterator[tuple[list[Any], Sequence[int]]]:
+        one = msgspec.json.Decoder(self.schema)
+        many = msgspec.json.Decoder(list[self.schema])  # type: ignore[name-defined]
+        try:
+            fh = self.path.open("rb")
+        except FileNotFoundError:
+            raise DataError(f"{self.what} file not found", path=self.path) from None
+        before = 0  # complete lines already read
+        carry = b""
+        with fh:
+            while block := fh.read(self.chunk_bytes):
+                data = carry + block if carry else block
+                end = data.rfind(b"\n")
+                if end < 0:
+                    carry = data
+                    continue
+                body, carry = data[: end + 1], data[end + 1 :]
+                del data
+                yield self._decode(one, many, body, before)
+                before += body.count(b"\n")
+        if not carry.strip():
+            return
+        try:
+            complete = isinstance(orjson.loads(carry), dict)
+        except orjson.JSONDecodeError:
+            complete = False
+        if complete:  # only its newline is missing
+            yield self._decode(one, many, carry + b"\n", before)
+            return
+        self.torn_line, self.torn_bytes = before + 1, len(carry)
+        warnings.warn(
+            f"{self.path}:{self.torn_line}: ignoring a torn last line ({len(carry)} bytes; "
+            "the writing process was interrupted)",
+            TornLineWarning,
+            stacklevel=3,
+        )
+
+    def _decode(
+        self, one: msgspec.json.Decoder, many: msgspec.json.Decoder, body: bytes, before: int
+    ) -> tuple[list[Any], Sequence[int]]:
+        """Decode complete lines (``body`` ends with a newline) that follow line ``before``."""
+        path, fix = self.path, self.fix
+        _check_utf8(body, path, before, fix)
+        chunk = body[:-1]
+        if body.startswith((b"\n", b" ")) or b"\n\n" in body or b"\n " in body or b"\r" in body:
+            # Blank or unusual lines: decode line by line, keeping line numbers.
+            rows, numbers = [], []
+            for i, ln in enumerate(chunk.split(b"\n")):
+                if ln.strip():
+                    rows.append(_decode_line(one, ln, path, before + i + 1, fix))
+                    numbers.append(before + i + 1)
+            return rows, numbers
         try:
             rows = many.decode(b"[" + chunk.replace(b"\n", b",") + b"]")
+            return rows, range(before + 1, before + 1 + len(rows))
         except (msgspec.DecodeError, msgspec.ValidationError):
             for j, ln in enumerate(chunk.split(b"\n")):
-                _decode_line(one, ln, path, n + j + 1, fix)
+                _decode_line(one, ln, path, before + j + 1, fix)
             raise DataError("lines could not be split into records", path=path) from None
-        for col, get in getters:
-            col.extend(map(get, rows))
-        n += len(rows)
-    return JsonlColumns(cols, n, None, torn_line, torn_bytes, validated=True)
 
 
 def _check_utf8(chunk: bytes, path: Path, lines_before: int, fix: str) -> None:

@@ -409,6 +409,7 @@ def load_task_table(task: TaskFiles, *, settings: dict[str, Any] | None = None) 
         what="judgement records",
         missing_ok=True,
         fix="regrade the run to rebuild judgements",
+        presence=("extracted", "grader_error"),  # a report only asks whether they are there
     )
     table = build_task_table(
         prompts,

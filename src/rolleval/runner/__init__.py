@@ -36,7 +36,7 @@ from ..records import Segment
 from ..sanitize import redact
 from ..store import collect_warnings
 from ..writer import RunWriter
-from ._finish import build_profile
+from ._finish import profile_from_files
 from ._open import (
     check_new,
     check_resumable,
@@ -195,12 +195,12 @@ async def _run_async(
         resume = resumed is not None
         with resumed or create_run(out, config, tasks, prov, on_note=say) as writer:
             plans = _plan(writer, tasks, config.n_rollouts)
-            requested = sum(len(p.requests) for p in plans)
+            requested = sum(p.n_requests for p in plans)
             if resume:
                 n_grade = sum(len(p.to_grade) for p in plans)
                 say(f"resuming {out}: {requested} rollouts to request, {n_grade} problems to grade")
             counters = await _schedule(writer, tasks, plans, client, config, progress)
-            _finish(writer, tasks, counters, requested, endpoint, out)
+            _finish(writer, tasks, counters, requested, endpoint, out, config.n_rollouts)
             from ..api import report_run
 
             report = report_run(writer.run).report
@@ -263,7 +263,7 @@ async def _schedule(
             started_at=started_at,
             ended_at=now(),
             seconds=time.monotonic() - started,
-            requested=len(scheduler.requests),
+            requested=scheduler.total,
             completed=c.completed,
             failed=c.failed,
             status=status,  # type: ignore[arg-type]
@@ -279,14 +279,13 @@ def _finish(
     requested: int,
     endpoint: EndpointConfig,
     out: Path,
+    config_n: int,
 ) -> None:
     """Stage 5: profiles, and the status a stopped or failed run ends with."""
     for t in tasks:
         tw = writer.task(t.name)
-        with collect_warnings():
-            rollouts = tw.files.read_rollouts()
-            judgements = tw.files.read_judgements()
-        tw.write_profile(build_profile(rollouts, writer.manifest.segments, judgements))
+        n_task = t.settings.n_rollouts or config_n
+        tw.write_profile(profile_from_files(tw.files, writer.manifest.segments, n_task))
     where = ", ".join(endpoint.base_urls)
     if counters.tripped:
         writer.set_status("interrupted")

@@ -90,7 +90,7 @@ def check_resumable(out: Path, config: RunConfig, tasks: list[ResolvedTask]) -> 
                 f"({len(changed)} differences, e.g. {changed[0][:160]}); start a new run with another --out"
             )
         prompts = files.read_prompts()
-        want = {pid: rec.content_hash for pid, rec in t.prompts.items()}
+        want = dict(t.settings.problem_hashes)
         have = {pid: rec.content_hash for pid, rec in prompts.by_id.items()}
         if have != want:
             missing = sorted(set(want) - set(have))

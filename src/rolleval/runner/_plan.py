@@ -17,7 +17,7 @@ Rules (``docs/run-format.md``, "Crash tolerance and resume"):
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from ..records import JudgementRecord, JudgementSet, RolloutRecord, RolloutSet
@@ -28,7 +28,7 @@ __all__ = ["RETRY_STATUSES", "Request", "TaskPlan", "plan_task"]
 RETRY_STATUSES = ("infra_error", "timeout")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Request:
     """One rollout to request: which task (its position in the run), problem, index, attempt."""
 
@@ -38,14 +38,26 @@ class Request:
     attempt: int
 
 
+Wanted = tuple[tuple[int, ...], tuple[int, ...]]
+"""The rollouts a problem still needs: their indices, and the attempt each is requested as."""
+
+
 @dataclass
 class TaskPlan:
-    """What one task still needs."""
+    """What one task still needs.
 
-    requests: list[Request] = field(default_factory=list)
-    """Rollouts to request, problem by problem (sorted ids), then by index."""
+    Memory is O(problems), never O(rollouts): the requests are kept per problem as
+    ``(indices, attempts)`` tuples, and every problem that needs all ``n`` rollouts as first
+    attempts (a fresh run) shares one such pair. :meth:`iter_requests` yields the
+    :class:`Request` s one by one; :attr:`requests` builds the whole list (tests, small runs).
+    """
+
+    task: int = 0
+    wanted: dict[str, Wanted] = field(default_factory=dict)
+    """Per problem that needs requests (sorted ids): the indices to request and their attempts."""
     final: dict[str, dict[int, RolloutRecord]] = field(default_factory=dict)
-    """Per problem: the stored rollouts that are final (not requested again)."""
+    """Per problem that needs requests or grading: the stored rollouts that are final (not
+    requested again). Problems already complete and judged are not held."""
     keep_judgements: list[JudgementRecord] = field(default_factory=list)
     """Stored judgements that stay (problems complete and fully judged), canonical order."""
     rewrite_judgements: bool = False
@@ -53,12 +65,25 @@ class TaskPlan:
     to_grade: list[str] = field(default_factory=list)
     """Problems whose rollouts are all final but whose judgements are not kept."""
 
+    def iter_requests(self) -> Iterator[Request]:
+        """Rollouts to request, problem by problem (sorted ids), then by index."""
+        for pid, (indices, attempts) in self.wanted.items():
+            for j, attempt in zip(indices, attempts):
+                yield Request(self.task, pid, j, attempt)
+
+    @property
+    def requests(self) -> list[Request]:
+        """Every rollout to request, as a list (see :meth:`iter_requests`)."""
+        return list(self.iter_requests())
+
+    @property
+    def n_requests(self) -> int:
+        """How many rollouts are to be requested."""
+        return sum(len(indices) for indices, _ in self.wanted.values())
+
     def pending(self) -> dict[str, int]:
         """Per problem with requests: how many rollouts are still to come."""
-        out: dict[str, int] = {}
-        for r in self.requests:
-            out[r.problem_id] = out.get(r.problem_id, 0) + 1
-        return out
+        return {pid: len(indices) for pid, (indices, _) in self.wanted.items()}
 
 
 def plan_task(
@@ -69,29 +94,40 @@ def plan_task(
     judgements: JudgementSet,
 ) -> TaskPlan:
     """The plan of one task (see the module docstring). ``task`` is its position in the run."""
-    plan = TaskPlan()
-    needed: set[str] = set()
+    plan = TaskPlan(task)
+    fresh: Wanted = (tuple(range(n)), (1,) * n)
+    finals: dict[str, dict[int, RolloutRecord]] = {}
     for pid in sorted(problem_ids):
-        final = plan.final.setdefault(pid, {})
+        final: dict[int, RolloutRecord] = {}
+        indices: list[int] = []
+        attempts: list[int] = []
         for j in range(n):
             rec = rollouts.effective.get((pid, j))
             if rec is not None and rec.status not in RETRY_STATUSES:
                 final[j] = rec
             else:
-                plan.requests.append(Request(task, pid, j, rollouts.attempts.get((pid, j), 0) + 1))
-                needed.add(pid)
+                indices.append(j)
+                attempts.append(rollouts.attempts.get((pid, j), 0) + 1)
+        if indices:
+            wanted = (tuple(indices), tuple(attempts))
+            plan.wanted[pid] = fresh if wanted == fresh else wanted
+        finals[pid] = final
     judged = judgements.by_problem()
     for pid in sorted(problem_ids):
         js = judged.get(pid, {})
-        final = plan.final[pid]
+        final = finals[pid]
+        needed = pid in plan.wanted
         complete = (
-            pid not in needed
+            not needed
             and set(js) == set(range(n))
             and all(js[j].status == final[j].status for j in js)
         )
         if complete:
             plan.keep_judgements += [js[j] for j in sorted(js)]
-        elif pid not in needed:
+            continue
+        if not needed:
             plan.to_grade.append(pid)
+        if final:
+            plan.final[pid] = final
     plan.rewrite_judgements = len(judgements.records) != len(plan.keep_judgements)
     return plan

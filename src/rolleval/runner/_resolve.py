@@ -9,15 +9,38 @@ the :class:`~rolleval.records.TaskSettings` with every problem's content hash.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..client import SamplingParams
 from ..config import RunConfig
 from ..errors import UsageError
-from ..records import PromptRecord, SamplingSettings, TaskSettings
+from ..records import PromptRecord, SamplingSettings, TaskSettings, dump_record
 
-__all__ = ["ResolvedTask", "resolve_tasks"]
+__all__ = ["PromptStore", "ResolvedTask", "resolve_tasks"]
+
+
+class PromptStore(Mapping[str, PromptRecord]):
+    """Problem id -> prompt record, each held as its JSONL line and decoded when asked for.
+
+    A line is a few hundred bytes where the record's model objects take a few kilobytes, so
+    a task of a hundred thousand problems stays small for the whole run.
+    """
+
+    __slots__ = ("_lines",)
+
+    def __init__(self, lines: dict[str, bytes]):
+        self._lines = lines
+
+    def __getitem__(self, problem_id: str) -> PromptRecord:
+        return PromptRecord.model_validate_json(self._lines[problem_id])
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._lines)
+
+    def __len__(self) -> int:
+        return len(self._lines)
 
 
 @dataclass
@@ -26,10 +49,11 @@ class ResolvedTask:
 
     spec: Any  # rolleval.tasks.TaskSpec
     grader: Any  # rolleval.grading.Grader
-    prompts: dict[str, PromptRecord]
-    """Problem id -> prompt record (prompt as sent), in sorted-id order."""
+    prompts: Mapping[str, PromptRecord]
+    """Problem id -> prompt record (prompt as sent), in sorted-id order (a :class:`PromptStore`)."""
     sampling: SamplingParams
     settings: TaskSettings
+    _wire: tuple[str, Any] | None = field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -46,9 +70,13 @@ class ResolvedTask:
 
     def wire_prompt(self, problem_id: str) -> Any:
         """The prompt of a problem as the client sends it (messages as dicts, or text)."""
+        if self._wire is not None and self._wire[0] == problem_id:
+            return self._wire[1]  # a problem's requests go out back to back: decode it once
         prompt = self.prompts[problem_id].prompt
         assert prompt is not None  # the runner always records the prompt it sends
-        return prompt if isinstance(prompt, str) else [m.model_dump() for m in prompt]
+        wire = prompt if isinstance(prompt, str) else [m.model_dump() for m in prompt]
+        self._wire = (problem_id, wire)
+        return wire
 
 
 def _prompt_as_sent(problem: Any, config: RunConfig, spec: Any) -> Any:
@@ -88,15 +116,12 @@ def _task_settings(
     spec: Any,
     config: RunConfig,
     grader: Any,
-    prompts: dict[str, PromptRecord],
+    hashes: dict[str, str],
     sampling: SamplingParams,
 ) -> TaskSettings:
     from ..grading import grader_versions
 
-    hashes: dict[str, str] = {}
-    for pid, rec in sorted(prompts.items()):
-        assert rec.content_hash is not None  # Problem.to_record always sets it
-        hashes[pid] = rec.content_hash
+    hashes = dict(sorted(hashes.items()))
     return TaskSettings(
         name=spec.name,
         description=spec.description,
@@ -148,17 +173,22 @@ def resolve_tasks(config: RunConfig) -> list[ResolvedTask]:
             raise UsageError(f"{where}: task {spec.name!r} has no problems")
         grader = make_grader(spec.grader)
         grader.check_available()
-        prompts = {
-            p.problem_id: PromptRecord.build(
+        lines: dict[str, bytes] = {}
+        hashes: dict[str, str] = {}
+        for p in sorted(problems, key=lambda p: p.problem_id):
+            rec = PromptRecord.build(
                 p.problem_id,
                 _prompt_as_sent(p, config, spec),
                 p.reference,
                 cluster=p.cluster,
                 extras=p.extras or None,
             )
-            for p in sorted(problems, key=lambda p: p.problem_id)
-        }
+            assert rec.content_hash is not None  # PromptRecord.build always sets it
+            lines[p.problem_id] = dump_record(rec)
+            hashes[p.problem_id] = rec.content_hash
+        del problems
+        prompts = PromptStore(lines)
         sampling = _sampling(spec.sampling, config)
-        settings = _task_settings(spec, config, grader, prompts, sampling)
+        settings = _task_settings(spec, config, grader, hashes, sampling)
         out.append(ResolvedTask(spec, grader, prompts, sampling, settings))
     return out

@@ -16,6 +16,7 @@ import asyncio
 import hashlib
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,10 +112,12 @@ class Scheduler:
         self.client = client
         self.seed = seed
         self.concurrency = concurrency
+        self.server_n = server_n
         self.counters = Counters()
-        self.requests = [r for p in plans for r in p.requests]
+        self.total = sum(p.n_requests for p in plans)
+        """Rollouts this segment requests."""
         self.breaker = max(BREAKER_MIN, 2 * concurrency)
-        self.progress = Progress(len(self.requests), enabled=progress)
+        self.progress = Progress(self.total, enabled=progress)
         self.writers: list[TaskWriter] = [writer.task(t.name) for t in tasks]
         self.pools = [
             GradingPool(
@@ -124,30 +127,42 @@ class Scheduler:
             )
             for t in tasks
         ]
+        # Only problems in flight are held: a problem's stored final rollouts and its pending
+        # count go when it is submitted for grading, a grading future when its judgements
+        # are written, and requests are made as the workers take them.
         self._final = [p.final for p in plans]
         self._pending = [p.pending() for p in plans]
-        self._grading: list[asyncio.Future[Any]] = []
+        self._grading: set[asyncio.Future[Any]] = set()
         self._closed = False
-        self._queue: asyncio.Queue[list[Request]] = asyncio.Queue()
-        batches: list[list[Request]] = []
-        for req in self.requests:
-            last = batches[-1][0] if batches else None
-            if (
-                server_n
-                and last is not None
-                and (last.task, last.problem_id) == (req.task, req.problem_id)
-            ):
-                batches[-1].append(req)
-            else:
-                batches.append([req])
-        for batch in batches:
-            self._queue.put_nowait(batch)
+        self._issued = 0
+        self._batches = self._iter_batches()
+
+    def _iter_batches(self) -> Iterator[list[Request]]:
+        """The requests in order, one batch per request sent (a problem's pending rollouts
+        together with ``server_n``, else one rollout per batch), made as they are taken."""
+        for plan in self.plans:
+            batch: list[Request] = []
+            for req in plan.iter_requests():
+                if batch and not (self.server_n and batch[0].problem_id == req.problem_id):
+                    yield batch
+                    batch = []
+                batch.append(req)
+            if batch:
+                yield batch
+
+    def _next_batch(self) -> list[Request] | None:
+        if self.counters.tripped:
+            return None
+        batch = next(self._batches, None)
+        if batch is not None:
+            self._issued += len(batch)
+        return batch
 
     # ---------------------------------------------------------------- grading
 
     def _grade(self, ti: int, pid: str) -> None:
         task = self.tasks[ti]
-        rolls = self._final[ti][pid]
+        rolls = self._final[ti].pop(pid, {})
         items = [(j, r.grader_input()) for j, r in sorted(rolls.items()) if r.status == "ok"]
         from ..grading import grading_reference
 
@@ -171,8 +186,9 @@ class Scheduler:
                 records.append(make_judgement(r, v, task.grader.identity))
             self.writers[ti].add_judgements(records)
 
+        self._grading.add(fut)
+        fut.add_done_callback(self._grading.discard)
         fut.add_done_callback(done)
-        self._grading.append(fut)
 
     # ---------------------------------------------------------------- requests
 
@@ -187,28 +203,23 @@ class Scheduler:
             c.failed += 1
             c.last_error = comp.error
             c.streak += 1
-            if c.streak >= self.breaker and not self._queue.empty():
+            if c.streak >= self.breaker and self._issued < self.total:
                 # Every recent rollout failed after its retries: the endpoint is down.
                 # Stop instead of retrying thousands of rollouts against it.
                 c.tripped = True
-                while not self._queue.empty():
-                    self._queue.get_nowait()
         else:
             c.completed += 1
             c.streak = 0
         self.progress.update(error=failed)
-        self._final[req.task][req.problem_id][req.index] = record
+        self._final[req.task].setdefault(req.problem_id, {})[req.index] = record
         pending = self._pending[req.task]
         pending[req.problem_id] -= 1
         if pending[req.problem_id] == 0:
+            del pending[req.problem_id]
             self._grade(req.task, req.problem_id)
 
     async def _worker(self) -> None:
-        while True:
-            try:
-                batch = self._queue.get_nowait()
-            except asyncio.QueueEmpty:
-                return
+        while (batch := self._next_batch()) is not None:
             first = batch[0]
             task = self.tasks[first.task]
             if task.loglik:  # the hook for tasks that score options instead of sampling
@@ -232,9 +243,9 @@ class Scheduler:
         for ti, plan in enumerate(self.plans):
             for pid in plan.to_grade:
                 self._grade(ti, pid)
-        n_workers = min(self.concurrency, max(len(self.requests), 1))
+        n_workers = min(self.concurrency, max(self.total, 1))
         await asyncio.gather(*(self._worker() for _ in range(n_workers)))
-        if self._grading:
+        while self._grading:
             await asyncio.gather(*self._grading, return_exceptions=True)
         return self.counters
 
@@ -242,7 +253,7 @@ class Scheduler:
         """Cancel outstanding grading, stop the pools (dropping queued grading unless the run
         completed), close the appenders."""
         self._closed = True
-        for f in self._grading:
+        for f in list(self._grading):
             f.cancel()
         for p in self.pools:
             p.close(cancel_pending=not completed)
