@@ -165,7 +165,9 @@ def test_wrong_key_echoed_by_a_leaky_proxy_leaks_nothing(tmp_path: Path) -> None
 def test_key_with_trailing_newline_is_stripped_and_works(tmp_path: Path) -> None:
     """A key read from a file ends in a newline: it is stripped, sent, accepted."""
     with OpenAIServer(responder=sum_responder, api_key=KEY, echo_headers=True) as server:
-        config = _config(tmp_path, server)
+        # a generous timeout: the count of 12 requests below must not depend on the load
+        # (at 0.5 s, a loaded machine timed requests out and retried them: 14 were counted)
+        config = _config(tmp_path, server, timeout_s=30)
         env = cli_env(**{KEY_ENV: f"  {KEY}\n"})
         out = Outputs()
         run_dir = tmp_path / "run"
