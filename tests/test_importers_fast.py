@@ -55,9 +55,10 @@ def _task_dir(run: Path) -> Path:
 def _assert_same_run(fast: Path, generic: Path) -> None:
     f, g = _task_dir(fast), _task_dir(generic)
     for name in STREAMS:
-        fl = [orjson.loads(x) for x in (f / name).read_bytes().splitlines()]
-        gl = [orjson.loads(x) for x in (g / name).read_bytes().splitlines()]
-        assert fl == gl, name  # same records, same order
+        # same records, same order, same keys in the same order (re-dumped: spacing aside)
+        fl = [orjson.dumps(orjson.loads(x)) for x in (f / name).read_bytes().splitlines()]
+        gl = [orjson.dumps(orjson.loads(x)) for x in (g / name).read_bytes().splitlines()]
+        assert fl == gl, name
     # rollouts and judgements are byte-identical; prompts differ only in the spacing of the
     # source's own JSON kept verbatim inside extras (doc and hashes)
     for name in ("rollouts.jsonl", "judgements.jsonl"):

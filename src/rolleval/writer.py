@@ -181,6 +181,19 @@ class TaskWriter:
             if lines:
                 self._appender(which).write_many([encode_lines(lines)])
 
+    def add_encoded_lines(self, prompts: bytes, rollouts: bytes, judgements: bytes) -> None:
+        """Append records already encoded as JSONL lines (newline-terminated) by the line
+        structs of :mod:`rolleval.records._lines` (or to the same bytes), one write per
+        stream; for writers of very many records that build the lines themselves (the lm-eval
+        importer's fast path). Nothing is checked here: the caller owns the encoding."""
+        for which, data in (
+            ("_prompts", prompts),
+            ("_rollouts", rollouts),
+            ("_judgements", judgements),
+        ):
+            if data:
+                self._appender(which).write_many([data])
+
     def add_rollout(self, record: RolloutRecord) -> None:
         """Append one rollout attempt (one whole line, flushed)."""
         self._appender("_rollouts").write(dump_record(_check(record, RolloutRecord)))

@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from ..records import JudgementRecord, PromptRecord, RolloutRecord
-from ..records._lines import JudgementLine, PromptLine, RolloutLine, line_of
+from ..records._lines import line_of
 from ._base import (
     ImportedRun,
     ImportedTask,
@@ -30,6 +30,7 @@ from ._base import (
     source_error,
     with_clusters,
 )
+from ._batch import LineBatch
 from ._io import head_bytes, iter_jsonl_chunks, parse_jsonl_line, read_json_file
 from ._lmeval_fast import FastLines, known_keys_line_type
 
@@ -412,13 +413,10 @@ class _Samples:
         task.source_metrics = source_metrics
 
 
-Batch = tuple[list[PromptLine], list[RolloutLine], list[JudgementLine]]
-
-
 def _stream(
     path: Path, results: dict[str, Any], regrade: str | None, task: ImportedTask
-) -> Iterator[Batch]:
-    """Batches of record lines, in source order.
+) -> Iterator[LineBatch]:
+    """Batches of encoded record lines and their report columns, in source order.
 
     The first line is read by the generic path (it fixes the filter, the metric and the
     shape of a line); the rest a chunk at a time by the typed decoder, line by line where
@@ -427,16 +425,12 @@ def _stream(
     st = _Samples(path, results, regrade, task)
     fast: FastLines | None = None
     started = False
-    P: list[PromptLine] = []
-    R: list[RolloutLine] = []
-    J: list[JudgementLine] = []
+    B = LineBatch()
 
     def add(recs: tuple[PromptRecord, list[RolloutRecord], list[JudgementRecord]] | None) -> None:
         if recs is not None:
             p, rs, js = recs
-            P.append(line_of(p))
-            R.extend(line_of(r) for r in rs)
-            J.extend(line_of(j) for j in js)
+            B.add_lines([line_of(p)], [line_of(r) for r in rs], [line_of(j) for j in js])
 
     def generic(number: int, raw: bytes, terminated: bool) -> None:
         add(
@@ -450,7 +444,7 @@ def _stream(
         rows = fast.decode_chunk(chunk) if fast is not None else None
         if rows is not None:
             lines: list[bytes] | None = None
-            for i in fast.records(rows, P, R, J):  # type: ignore[union-attr]
+            for i in fast.records(rows, B):  # type: ignore[union-attr]
                 lines = lines or chunk.split(b"\n")
                 generic(first + i, lines[i], True)
         else:
@@ -470,21 +464,24 @@ def _stream(
                     rest = b"\n".join(lines[j + 1 :])
                     rows = fast.decode_chunk(rest) if fast is not None and rest else None
                     if rows is not None:  # the rest of the first chunk, typed at once
-                        for i in fast.records(rows, P, R, J):  # type: ignore[union-attr]
+                        for i in fast.records(rows, B):  # type: ignore[union-attr]
                             generic(number + 1 + i, lines[j + 1 + i], True)
                         break
                     continue
                 row = fast.decode_line(raw) if fast is not None else None
-                if row is None or next(fast.records([row], P, R, J), None) is not None:  # type: ignore[union-attr]
+                if row is None or next(fast.records([row], B), None) is not None:  # type: ignore[union-attr]
                     generic(first + j, raw, terminated or j < last)
-                if len(P) >= _BATCH:
-                    yield P, R, J
-                    P, R, J = [], [], []
-        if len(P) >= _BATCH:
-            yield P, R, J
-            P, R, J = [], [], []
-    if P or R or J:
-        yield P, R, J
+                if B.n_problems >= _BATCH:
+                    B.pad()
+                    yield B
+                    B = LineBatch()
+        if B.n_problems >= _BATCH:
+            B.pad()
+            yield B
+            B = LineBatch()
+    if B.n_problems:
+        B.pad()
+        yield B
     st.finish()
 
 
