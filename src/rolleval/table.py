@@ -194,17 +194,21 @@ def build_task_table(
     ``requested`` is the number of rollouts asked per problem; ``None`` (imported runs with no
     declared ``n``) takes, per problem, one more than the largest index present.
     """
+    p_validated = False
     if isinstance(prompts, JsonlColumns):
         pc = prompts.columns
         p_ids, p_hashes, p_clusters = pc["problem_id"], pc["content_hash"], pc["cluster"]
+        p_validated = prompts.validated
         if prompt_lines is None:
-            prompt_lines = [prompts.line_of(i) for i in range(prompts.n)]
+            prompt_lines = prompts.lines  # None: record i is on line i + 1
     else:
         p_ids = [r.get("problem_id") for r in prompts]
         p_hashes = [r.get("content_hash") for r in prompts]
         p_clusters = [r.get("cluster") for r in prompts]
-    if prompt_lines is None:
-        prompt_lines = list(range(1, len(p_ids) + 1))
+
+    def p_line(i: int) -> int:
+        return i + 1 if prompt_lines is None else prompt_lines[i]
+
     _check_score_key(score_key)
     fields = JUDGEMENT_FIELDS
     if not isinstance(judgements, JsonlColumns):
@@ -216,24 +220,30 @@ def build_task_table(
     nJ = judgements.n
 
     # --- problems, canonical order ---
-    seen: dict[str, int] = {}  # problem id -> position of its first prompt record
+    nP = len(p_ids)
+    # every id a distinct non-empty string (the common case): every position is the first
+    all_str = p_validated or all(type(pid) is str for pid in p_ids)
+    seen: dict[str, int] = dict(zip(p_ids, range(nP))) if all_str else {}
     n_dup_prompts = 0
-    for i, pid in enumerate(p_ids):
-        if not isinstance(pid, str) or not pid:
-            raise _bad(prompts_path, prompt_lines[i], "prompt record has no 'problem_id' string")
-        first = seen.setdefault(pid, i)
-        if first != i:
-            if p_hashes[first] != p_hashes[i]:
-                raise _bad(
-                    prompts_path,
-                    prompt_lines[i],
-                    f"problem {pid!r} appears twice with different content; remove one of the records",
-                )
-            n_dup_prompts += 1
+    if not (all_str and len(seen) == nP and "" not in seen):
+        seen = {}  # problem id -> position of its first prompt record
+        for i, pid in enumerate(p_ids):
+            if not isinstance(pid, str) or not pid:
+                raise _bad(prompts_path, p_line(i), "prompt record has no 'problem_id' string")
+            first = seen.setdefault(pid, i)
+            if first != i:
+                if p_hashes[first] != p_hashes[i]:
+                    raise _bad(
+                        prompts_path,
+                        p_line(i),
+                        f"problem {pid!r} appears twice with different content; remove one of the records",
+                    )
+                n_dup_prompts += 1
     problem_ids = sorted(seen)
-    pos_of = {pid: i for i, pid in enumerate(problem_ids)}
-    clusters = [p_clusters[seen[p]] for p in problem_ids]
-    hashes = [p_hashes[seen[p]] for p in problem_ids]
+    order = list(map(seen.__getitem__, problem_ids))
+    pos_of = dict(zip(problem_ids, range(len(problem_ids))))
+    clusters = list(map(p_clusters.__getitem__, order))
+    hashes = list(map(p_hashes.__getitem__, order))
     T = len(problem_ids)
 
     # --- judgement columns: validate types (unless the decoder did), then convert ---
