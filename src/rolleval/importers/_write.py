@@ -187,23 +187,22 @@ def write_imported_run(
                     "score_key": "correct",
                     **task.settings,
                     "n_problems": n_problems,
-                    "problem_hashes": written.hashes,
                 },
                 TaskSettings,
                 path=run.source,
                 what=f"settings of source task {task.name!r}",
                 fix="the source's settings are not what its format promises",
             )
-            tw.write_settings(settings)
+            # the problem hashes (one per problem, str -> str, built here from validated
+            # records) are set after validation and dumped once, for task.json and the report
+            dumped = settings.model_dump(mode="json", exclude_none=True)
+            dumped["problem_hashes"] = written.hashes
+            settings = settings.model_copy(update={"problem_hashes": written.hashes})
+            tw.write_settings(settings, dumped=dumped)
             if regrade is None and written.columns is not None:
-                # as read back from task.json: the keys the file holds (None left out);
-                # the problem hashes are the dict just validated, not copied once more
-                read_back = settings.model_dump(
-                    mode="json", exclude_none=True, exclude={"problem_hashes"}
-                )
-                read_back["problem_hashes"] = written.hashes
+                # as read back from task.json: the keys the file holds (None left out)
                 task_reports[task.name] = task_report_of_columns(
-                    tw.files, read_back, *written.columns, InferenceSettings()
+                    tw.files, dumped, *written.columns, InferenceSettings()
                 )
             written.columns = None
             if regrade is not None:
