@@ -294,6 +294,37 @@ def test_table_problem_ids_checked_on_every_path():
         assert t.n_duplicate_prompts == len(prompts) - 2
 
 
+def test_table_same_whatever_the_order_of_prompts_and_judgements():
+    """One judgement per prompt in the prompts' order (positions from the sort order), in any
+    other order (positions looked up by id), prompts already sorted or not: the same table."""
+    ids = ["b", "c", "a", "d"]
+    judgements = [
+        {
+            "problem_id": p,
+            "index": 0,
+            "status": "ok",
+            "correct": p in "ab",
+            "extracted": p,
+            "cluster": k,
+        }
+        for k, p in enumerate(ids)
+    ]
+    tables = [
+        build_task_table(_prompts(*ps), js, requested=None)
+        for ps, js in (
+            (ids, judgements),
+            (ids, judgements[::-1]),
+            (sorted(ids), sorted(judgements, key=lambda j: j["problem_id"])),
+            (sorted(ids), judgements),
+        )
+    ]
+    for t in tables:
+        assert t.problem_ids == ["a", "b", "c", "d"] == t.content_hashes
+        assert t.r_problem.tolist() == [0, 1, 2, 3]
+        assert t.r_correct.tolist() == [True, True, False, False]
+        assert t.r_cluster.tolist() == [2, 0, 1, 3]
+
+
 def test_indices_beyond_requested_are_counted_and_ignored():
     recs = [{"problem_id": "a", "index": j, "status": "ok", "correct": j == 0} for j in range(3)]
     t = build_task_table(_prompts("a"), recs, requested=2)

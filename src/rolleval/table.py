@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import islice, repeat
 from typing import Any
 
 import msgspec
@@ -221,12 +221,22 @@ def build_task_table(
 
     # --- problems, canonical order ---
     nP = len(p_ids)
-    # every id a distinct non-empty string (the common case): every position is the first
-    all_str = p_validated or all(type(pid) is str for pid in p_ids)
-    seen: dict[str, int] = dict(zip(p_ids, range(nP))) if all_str else {}
+    # the common case, without a dict: every id a distinct non-empty string (sorted, no two
+    # neighbours equal), often already in order (then not sorted again)
+    order: list[int] | range | None = None  # prompt positions in canonical order
+    if p_validated or all(type(pid) is str for pid in p_ids):
+        if all(map(operator.lt, p_ids, islice(p_ids, 1, None))):
+            order, problem_ids = range(nP), list(p_ids)
+        else:
+            order = sorted(range(nP), key=p_ids.__getitem__)
+            problem_ids = list(map(p_ids.__getitem__, order))
+            if any(map(operator.eq, problem_ids, islice(problem_ids, 1, None))):
+                order = None
+        if order is not None and nP and problem_ids[0] == "":
+            order = None
     n_dup_prompts = 0
-    if not (all_str and len(seen) == nP and "" not in seen):
-        seen = {}  # problem id -> position of its first prompt record
+    if order is None:
+        seen: dict[str, int] = {}  # problem id -> position of its first prompt record
         for i, pid in enumerate(p_ids):
             if not isinstance(pid, str) or not pid:
                 raise _bad(prompts_path, p_line(i), "prompt record has no 'problem_id' string")
@@ -239,9 +249,8 @@ def build_task_table(
                         f"problem {pid!r} appears twice with different content; remove one of the records",
                     )
                 n_dup_prompts += 1
-    problem_ids = sorted(seen)
-    order = list(map(seen.__getitem__, problem_ids))
-    pos_of = dict(zip(problem_ids, range(len(problem_ids))))
+        problem_ids = sorted(seen)
+        order = list(map(seen.__getitem__, problem_ids))
     clusters = list(map(p_clusters.__getitem__, order))
     hashes = list(map(p_hashes.__getitem__, order))
     T = len(problem_ids)
@@ -251,11 +260,16 @@ def build_task_table(
         for name, kinds, optional in _COLUMN_TYPES:
             if name in C:
                 _check_column(C[name], kinds, name, judgements_path, line_of, optional=optional)
-    pos = (
-        np.fromiter(map(pos_of.get, C["problem_id"], repeat(-1)), dtype=np.int64, count=nJ)
-        if nJ
-        else np.zeros(0, np.int64)
-    )
+    if nJ and n_dup_prompts == 0 and nJ == nP and C["problem_id"] == p_ids:
+        # one judgement per prompt record, in the same order: its problem's position is the
+        # rank of the prompt record
+        pos = np.empty(nJ, np.int64)
+        pos[np.asarray(order, dtype=np.int64)] = np.arange(nJ, dtype=np.int64)
+    elif nJ:
+        pos_of = dict(zip(problem_ids, range(T)))
+        pos = np.fromiter(map(pos_of.get, C["problem_id"], repeat(-1)), dtype=np.int64, count=nJ)
+    else:
+        pos = np.zeros(0, np.int64)
     if nJ and pos.min() < 0:
         i = int(np.argmin(pos))
         raise _bad(
