@@ -26,6 +26,7 @@ from ..records._lines import (
     line_content_hash,
 )
 from ._batch import LineBatch
+from ._io import newlines
 
 __all__ = ["FastLines", "known_keys_line_type"]
 
@@ -130,7 +131,7 @@ class FastLines:
             rows = self.many.decode(b"[" + chunk.replace(b"\n", b",") + b"]")
         except (msgspec.DecodeError, msgspec.ValidationError):
             return None
-        return rows if len(rows) == chunk.count(b"\n") + 1 else None
+        return rows if len(rows) == newlines(chunk) + 1 else None
 
     def decode_line(self, raw: bytes) -> Any:
         """One line typed, or None (then the generic path reads it)."""
