@@ -180,7 +180,7 @@ class FastLines:
                 or len(resps) != 1
                 or row.doc_id is _UNSET
                 or row.metrics != metrics
-                or str(row.filter) != primary
+                or (row.filter != primary and str(row.filter) != primary)
             ):
                 yield i
                 continue
@@ -269,9 +269,10 @@ class FastLines:
                     batch.any_reference = True
             p_id.append(pid)
             p_ch.append(ch)
-            for attr, name in extra:
-                if getattr(row, attr) is not _UNSET:
-                    unmapped.add(name, "field not known to the importer")
+            if extra:
+                for attr, name in extra:
+                    if getattr(row, attr) is not _UNSET:
+                        unmapped.add(name, "field not known to the importer")
             if n:
                 add_r(
                     b'{"problem_id":%b,"index":0,"status":"ok","text":%b,"attempt":1,"retries":0}\n'
