@@ -217,6 +217,13 @@ class _Samples:
         self.primary_filter: str | None = None
         self.first_metrics: Any = None
         self.seen: set[Any] = set()
+        self.unseen: list[str] = []
+        """doc_ids the fast path read in increasing integer order (so distinct) and has not
+        put in ``seen`` yet: a set lookup per line costs more than the line's other checks;
+        they join ``seen`` before the generic path checks a line."""
+        self.last_int: int | None = None
+        """The highest integer doc_id so far while every doc_id was an increasing integer
+        read by the fast path (None: off, every doc_id is checked against ``seen``)."""
         self.metric_name: str | None = None
         self.max_repeats = 0
         self.left_out = 0
@@ -272,6 +279,10 @@ class _Samples:
         metric_name = self.metric_name
         identity = self.identity
         pid = str(line["doc_id"])
+        if self.unseen:
+            self.seen.update(self.unseen)
+            self.unseen.clear()
+        self.last_int = None  # ids the generic path adds are checked by the set from now on
         check_unique(self.seen, pid, path=path, what="doc_id", line=number)
         resps = line.get("resps")
         if not isinstance(resps, list) or not resps:
@@ -360,6 +371,8 @@ class _Samples:
         ):
             return None
         extra = sorted(first_line.keys() - _KNOWN_LINE - set(metrics))
+        did = first_line.get("doc_id")
+        self.last_int = did if type(did) is int else None
         line_type = known_keys_line_type(metrics[0], metrics, extra)
         return FastLines(self, line_type, metrics, extra, _extracted)
 
@@ -367,6 +380,7 @@ class _Samples:
         """Settings, notes and counts of the task, once every line was read."""
         path, name, results, task = self.path, self.name, self.results, self.task
         self.seen = set()  # every doc_id was checked: free it before the report is built
+        self.unseen = []
         if self.primary_filter is None:
             raise source_error(
                 path, "the samples file holds no samples", "pass a non-empty lm-eval samples file"

@@ -155,6 +155,7 @@ class FastLines:
         other shape is built as line structs."""
         st = self.state
         seen = st.seen
+        unseen = st.unseen
         primary = st.primary_filter
         metrics = self.metrics
         identity = st.identity
@@ -185,10 +186,20 @@ class FastLines:
                 yield i
                 continue
             did = row.doc_id
-            pid = did if type(did) is str else str(did)
-            if not pid or pid in seen:
-                yield i
-                continue
+            last = st.last_int
+            if last is not None and type(did) is int and did > last:
+                pid = str(did)  # greater than every doc_id so far: new
+                new = True
+            else:
+                if unseen:  # every doc_id is checked against the set from now on
+                    seen.update(unseen)
+                    unseen.clear()
+                st.last_int = None
+                pid = did if type(did) is str else str(did)
+                if not pid or pid in seen:
+                    yield i
+                    continue
+                new = False
             texts = resps[0]
             n = len(texts)
             if n > 1:
@@ -200,7 +211,11 @@ class FastLines:
                     st.max_repeats = n
             elif not st.max_repeats:
                 st.max_repeats = 1
-            seen.add(pid)
+            if new:
+                st.last_int = did
+                unseen.append(pid)
+            else:
+                seen.add(pid)
             target = row.target
             ref = target if type(target) is str else (None if target is None else str(target))
             args = row.arguments
