@@ -55,9 +55,10 @@ def _task_dir(run: Path) -> Path:
 def _assert_same_run(fast: Path, generic: Path) -> None:
     f, g = _task_dir(fast), _task_dir(generic)
     for name in STREAMS:
-        fl = [orjson.loads(x) for x in (f / name).read_bytes().splitlines()]
-        gl = [orjson.loads(x) for x in (g / name).read_bytes().splitlines()]
-        assert fl == gl, name  # same records, same order
+        # same records, same order, same keys in the same order (re-dumped: spacing aside)
+        fl = [orjson.dumps(orjson.loads(x)) for x in (f / name).read_bytes().splitlines()]
+        gl = [orjson.dumps(orjson.loads(x)) for x in (g / name).read_bytes().splitlines()]
+        assert fl == gl, name
     # rollouts and judgements are byte-identical; prompts differ only in the spacing of the
     # source's own JSON kept verbatim inside extras (doc and hashes)
     for name in ("rollouts.jsonl", "judgements.jsonl"):
@@ -135,8 +136,7 @@ def _line(i: int, **over) -> dict:
 _DROP = object()
 
 
-def _awkward_source(folder: Path, n: int = 400) -> Path:
-    folder.mkdir()
+def _write_results(folder: Path) -> None:
     results = {
         "configs": {
             "odd": {
@@ -151,6 +151,11 @@ def _awkward_source(folder: Path, n: int = 400) -> Path:
         "results": {"odd": {"exact_match,last-word": 0.33}},
     }
     (folder / "results_2026-01-01T00-00-00.000000.json").write_text(json.dumps(results))
+
+
+def _awkward_source(folder: Path, n: int = 400) -> Path:
+    folder.mkdir()
+    _write_results(folder)
     rows: list[str] = []
     for i in range(n):
         over: dict = {}
@@ -258,3 +263,50 @@ def test_invalid_utf8_deep_in_a_file_is_refused_on_both_paths(tmp_path, monkeypa
     with pytest.raises(DataError) as generic:
         import_run("lm-eval", tmp_path / "src", tmp_path / "generic")
     assert str(fast.value) == str(generic.value)
+
+
+_SAMPLES_NAME = "samples_odd_2026-01-01T00-00-00.000000.jsonl"
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda rows: rows.insert(300, rows[250]),  # an earlier integer id again
+        lambda rows: rows.insert(300, rows[0]),  # the first line's id (read by the generic path)
+        lambda rows: rows.insert(
+            300, json.dumps(_line(350, doc_id="350"))
+        ),  # a string id, then the integer
+        lambda rows: rows.insert(300, json.dumps(_line(380, surprise=1))),  # generic, ahead
+        lambda rows: rows.insert(300, json.dumps(_line(380)) + "\n" + json.dumps(_line(380))),
+    ],
+    ids=["earlier-int", "first-line", "string-then-int", "generic-ahead", "twice-ahead"],
+)
+def test_duplicate_ids_among_increasing_integer_ids_are_found(edit, tmp_path, monkeypatch):
+    """Increasing integer doc_ids are new without a set lookup; every way a repeated id can
+    come back after them is still the generic path's one-line error."""
+    (tmp_path / "src").mkdir()
+    _write_results(tmp_path / "src")
+    rows = [json.dumps(_line(i)) for i in range(400)]
+    edit(rows)
+    (tmp_path / "src" / _SAMPLES_NAME).write_text("\n".join(rows) + "\n")
+    with pytest.raises(DataError) as fast:
+        import_run("lm-eval", tmp_path / "src", tmp_path / "fast")
+    _generic(monkeypatch)
+    with pytest.raises(DataError) as generic:
+        import_run("lm-eval", tmp_path / "src", tmp_path / "generic")
+    assert str(fast.value) == str(generic.value)
+    assert "duplicate doc_id" in str(fast.value)
+
+
+def test_integer_ids_out_of_order_import_the_same_on_both_paths(tmp_path, monkeypatch):
+    (tmp_path / "src").mkdir()
+    _write_results(tmp_path / "src")
+    ids = [*range(300), 1000, *range(300, 400), -5, "x", 2000, 1999]
+    rows = [json.dumps(_line(7, doc_id=i)) for i in ids]
+    (tmp_path / "src" / _SAMPLES_NAME).write_text("\n".join(rows) + "\n")
+    fast, generic, typed = _import_both(tmp_path / "src", tmp_path, monkeypatch)
+    assert sum(typed) == len(ids) - 1
+    _assert_same_run(fast, generic)
+    assert orjson.loads((fast / "manifest.json").read_bytes())["import"]["totals"][
+        "problems"
+    ] == len(ids)

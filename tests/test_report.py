@@ -14,7 +14,7 @@ import pytest
 from rolleval.api import report_run
 from rolleval.errors import DataError
 from rolleval.report import task_report
-from rolleval.store import RunDir, TornLineWarning, atomic_write_json
+from rolleval.store import JsonlColumns, RunDir, TornLineWarning, atomic_write_json
 from rolleval.synthetic import write_synthetic_run
 from rolleval.table import build_task_table, load_task_table
 
@@ -264,6 +264,65 @@ def test_table_errors_name_file_and_line():
             requested=1,
             prompts_path="p.jsonl",
         )
+
+
+def test_table_problem_ids_checked_on_every_path():
+    """Distinct string ids take a shortcut; any other shape the per-record check, which
+    names the line (from the columns' own line numbers where they have them)."""
+    ok = {"problem_id": "b", "index": 0, "status": "ok", "correct": True}
+    for bad in ("", 3, ["a"], None):
+        with pytest.raises(DataError, match=r"p.jsonl:2: prompt record has no 'problem_id'"):
+            build_task_table(
+                [*_prompts("a"), {**_prompts("a")[0], "problem_id": bad}],
+                [],
+                requested=1,
+                prompts_path="p.jsonl",
+            )
+    cols = JsonlColumns(
+        {"problem_id": ["a", ""], "content_hash": ["h", "h"], "cluster": [None, None]},
+        2,
+        lines=[3, 7],
+        validated=True,
+    )
+    with pytest.raises(DataError, match=r"p.jsonl:7: prompt record has no 'problem_id'"):
+        build_task_table(cols, [], requested=1, prompts_path="p.jsonl")
+    # the same record twice counts once, and the order is by problem id either way
+    for prompts in (_prompts("b", "a"), [*_prompts("b", "a"), _prompts("b")[0]]):
+        t = build_task_table(prompts, [ok], requested=1)
+        assert t.problem_ids == ["a", "b"]
+        assert t.content_hashes == ["a", "b"]
+        assert t.n_duplicate_prompts == len(prompts) - 2
+
+
+def test_table_same_whatever_the_order_of_prompts_and_judgements():
+    """One judgement per prompt in the prompts' order (positions from the sort order), in any
+    other order (positions looked up by id), prompts already sorted or not: the same table."""
+    ids = ["b", "c", "a", "d"]
+    judgements = [
+        {
+            "problem_id": p,
+            "index": 0,
+            "status": "ok",
+            "correct": p in "ab",
+            "extracted": p,
+            "cluster": k,
+        }
+        for k, p in enumerate(ids)
+    ]
+    tables = [
+        build_task_table(_prompts(*ps), js, requested=None)
+        for ps, js in (
+            (ids, judgements),
+            (ids, judgements[::-1]),
+            (sorted(ids), sorted(judgements, key=lambda j: j["problem_id"])),
+            (sorted(ids), judgements),
+        )
+    ]
+    for t in tables:
+        assert t.problem_ids == ["a", "b", "c", "d"] == t.content_hashes
+        assert t.r_problem.tolist() == [0, 1, 2, 3]
+        assert t.r_correct.tolist() == [True, True, False, False]
+        assert t.r_cluster.tolist() == [2, 0, 1, 3]
 
 
 def test_indices_beyond_requested_are_counted_and_ignored():

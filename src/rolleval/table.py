@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import operator
 from dataclasses import dataclass, field
-from itertools import repeat
+from itertools import islice, repeat
 from typing import Any
 
 import msgspec
@@ -194,17 +194,21 @@ def build_task_table(
     ``requested`` is the number of rollouts asked per problem; ``None`` (imported runs with no
     declared ``n``) takes, per problem, one more than the largest index present.
     """
+    p_validated = False
     if isinstance(prompts, JsonlColumns):
         pc = prompts.columns
         p_ids, p_hashes, p_clusters = pc["problem_id"], pc["content_hash"], pc["cluster"]
+        p_validated = prompts.validated
         if prompt_lines is None:
-            prompt_lines = [prompts.line_of(i) for i in range(prompts.n)]
+            prompt_lines = prompts.lines  # None: record i is on line i + 1
     else:
         p_ids = [r.get("problem_id") for r in prompts]
         p_hashes = [r.get("content_hash") for r in prompts]
         p_clusters = [r.get("cluster") for r in prompts]
-    if prompt_lines is None:
-        prompt_lines = list(range(1, len(p_ids) + 1))
+
+    def p_line(i: int) -> int:
+        return i + 1 if prompt_lines is None else prompt_lines[i]
+
     _check_score_key(score_key)
     fields = JUDGEMENT_FIELDS
     if not isinstance(judgements, JsonlColumns):
@@ -216,24 +220,39 @@ def build_task_table(
     nJ = judgements.n
 
     # --- problems, canonical order ---
-    seen: dict[str, int] = {}  # problem id -> position of its first prompt record
+    nP = len(p_ids)
+    # the common case, without a dict: every id a distinct non-empty string (sorted, no two
+    # neighbours equal), often already in order (then not sorted again)
+    order: list[int] | range | None = None  # prompt positions in canonical order
+    if p_validated or all(type(pid) is str for pid in p_ids):
+        if all(map(operator.lt, p_ids, islice(p_ids, 1, None))):
+            order, problem_ids = range(nP), list(p_ids)
+        else:
+            order = sorted(range(nP), key=p_ids.__getitem__)
+            problem_ids = list(map(p_ids.__getitem__, order))
+            if any(map(operator.eq, problem_ids, islice(problem_ids, 1, None))):
+                order = None
+        if order is not None and nP and problem_ids[0] == "":
+            order = None
     n_dup_prompts = 0
-    for i, pid in enumerate(p_ids):
-        if not isinstance(pid, str) or not pid:
-            raise _bad(prompts_path, prompt_lines[i], "prompt record has no 'problem_id' string")
-        first = seen.setdefault(pid, i)
-        if first != i:
-            if p_hashes[first] != p_hashes[i]:
-                raise _bad(
-                    prompts_path,
-                    prompt_lines[i],
-                    f"problem {pid!r} appears twice with different content; remove one of the records",
-                )
-            n_dup_prompts += 1
-    problem_ids = sorted(seen)
-    pos_of = {pid: i for i, pid in enumerate(problem_ids)}
-    clusters = [p_clusters[seen[p]] for p in problem_ids]
-    hashes = [p_hashes[seen[p]] for p in problem_ids]
+    if order is None:
+        seen: dict[str, int] = {}  # problem id -> position of its first prompt record
+        for i, pid in enumerate(p_ids):
+            if not isinstance(pid, str) or not pid:
+                raise _bad(prompts_path, p_line(i), "prompt record has no 'problem_id' string")
+            first = seen.setdefault(pid, i)
+            if first != i:
+                if p_hashes[first] != p_hashes[i]:
+                    raise _bad(
+                        prompts_path,
+                        p_line(i),
+                        f"problem {pid!r} appears twice with different content; remove one of the records",
+                    )
+                n_dup_prompts += 1
+        problem_ids = sorted(seen)
+        order = list(map(seen.__getitem__, problem_ids))
+    clusters = list(map(p_clusters.__getitem__, order))
+    hashes = list(map(p_hashes.__getitem__, order))
     T = len(problem_ids)
 
     # --- judgement columns: validate types (unless the decoder did), then convert ---
@@ -241,11 +260,16 @@ def build_task_table(
         for name, kinds, optional in _COLUMN_TYPES:
             if name in C:
                 _check_column(C[name], kinds, name, judgements_path, line_of, optional=optional)
-    pos = (
-        np.fromiter(map(pos_of.get, C["problem_id"], repeat(-1)), dtype=np.int64, count=nJ)
-        if nJ
-        else np.zeros(0, np.int64)
-    )
+    if nJ and n_dup_prompts == 0 and nJ == nP and C["problem_id"] == p_ids:
+        # one judgement per prompt record, in the same order: its problem's position is the
+        # rank of the prompt record
+        pos = np.empty(nJ, np.int64)
+        pos[np.asarray(order, dtype=np.int64)] = np.arange(nJ, dtype=np.int64)
+    elif nJ:
+        pos_of = dict(zip(problem_ids, range(T)))
+        pos = np.fromiter(map(pos_of.get, C["problem_id"], repeat(-1)), dtype=np.int64, count=nJ)
+    else:
+        pos = np.zeros(0, np.int64)
     if nJ and pos.min() < 0:
         i = int(np.argmin(pos))
         raise _bad(

@@ -55,6 +55,7 @@ from .store import (
     RunDir,
     TaskFiles,
     atomic_write_bytes,
+    atomic_write_json,
     validate_model,
     write_model,
 )
@@ -133,12 +134,19 @@ class TaskWriter:
         """The task's paths (inside the partial directory until the run is committed)."""
         return self._run.run.task(self.name)
 
-    def write_settings(self, settings: TaskSettings) -> None:
-        """Replace ``task.json`` atomically."""
+    def write_settings(
+        self, settings: TaskSettings, *, dumped: dict[str, Any] | None = None
+    ) -> None:
+        """Replace ``task.json`` atomically. ``dumped``: the caller's own
+        ``settings.model_dump(mode="json", exclude_none=True)`` (a task of a million problems
+        dumps its problem hashes once, for this file and its report)."""
         _check(settings, TaskSettings)
         if settings.name != self.name:
             raise ValueError(f"settings name {settings.name!r} is not task {self.name!r}")
-        write_model(self.files.task_json, settings)
+        if dumped is None:
+            write_model(self.files.task_json, settings)
+        else:
+            atomic_write_json(self.files.task_json, dumped)
 
     def write_prompts(self, prompts: Iterable[PromptRecord]) -> int:
         """Write ``prompts.jsonl`` atomically, sorted by problem id; returns the count."""
@@ -180,6 +188,19 @@ class TaskWriter:
         ):
             if lines:
                 self._appender(which).write_many([encode_lines(lines)])
+
+    def add_encoded_lines(self, prompts: bytes, rollouts: bytes, judgements: bytes) -> None:
+        """Append records already encoded as JSONL lines (newline-terminated) by the line
+        structs of :mod:`rolleval.records._lines` (or to the same bytes), one write per
+        stream; for writers of very many records that build the lines themselves (the lm-eval
+        importer's fast path). Nothing is checked here: the caller owns the encoding."""
+        for which, data in (
+            ("_prompts", prompts),
+            ("_rollouts", rollouts),
+            ("_judgements", judgements),
+        ):
+            if data:
+                self._appender(which).write_many([data])
 
     def add_rollout(self, record: RolloutRecord) -> None:
         """Append one rollout attempt (one whole line, flushed)."""

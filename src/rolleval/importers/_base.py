@@ -65,12 +65,11 @@ class ImportedTask:
     """``content_hash`` (prompt as sent + reference) or ``id`` (the source lacks one)."""
     source_metrics: dict[str, Any] = field(default_factory=dict)
     """The source's own aggregate numbers for this task (e.g. lm-eval's ``exact_match``)."""
-    stream: Iterator[tuple[list[Any], list[Any], list[Any]]] | None = None
-    """Instead of the three lists: batches ``(prompts, rollouts, judgements)`` holding whole
-    problems, read once by the writer (large sources). A batch holds record models, or the
-    record line structs of :mod:`rolleval.records._lines` (the fast serializer of the same
-    models, for sources of millions of records); the other fields are final once the
-    stream is exhausted."""
+    stream: Iterator[Any] | None = None
+    """Instead of the three lists: batches holding whole problems, read once by the writer
+    (large sources): each a :class:`~._batch.LineBatch` (the records' encoded lines, by the
+    fast serializer of :mod:`rolleval.records._lines`, and their report columns); the other
+    fields are final once the stream is exhausted."""
 
 
 @dataclass

@@ -23,6 +23,7 @@ __all__ = [
     "iter_jsonl",
     "iter_jsonl_chunks",
     "load_json_bytes",
+    "newlines",
     "parse_jsonl_line",
     "read_json_file",
 ]
@@ -101,6 +102,12 @@ def parse_jsonl_line(
     return obj
 
 
+def newlines(data: bytes) -> int:
+    """How many newlines ``data`` holds (``bytes.count`` of one byte is several times slower
+    than ``replace``, which searches with memchr)."""
+    return len(data) - len(data.replace(b"\n", b""))
+
+
 def iter_jsonl_chunks(path: Path, size: int = 4 << 20) -> Iterator[tuple[int, bytes, bool]]:
     """``(number of its first line, chunk, terminated)``: the file in chunks of whole lines
     (about ``size`` bytes each, without the newline after the last one); ``terminated`` is
@@ -119,7 +126,7 @@ def iter_jsonl_chunks(path: Path, size: int = 4 << 20) -> Iterator[tuple[int, by
                 continue
             chunk, rest = buf[:cut], buf[cut + 1 :]
             yield number, chunk, True
-            number += chunk.count(b"\n") + 1
+            number += newlines(chunk) + 1
     if rest:
         yield number, rest, False
 

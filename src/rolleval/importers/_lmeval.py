@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from ..records import JudgementRecord, PromptRecord, RolloutRecord
-from ..records._lines import JudgementLine, PromptLine, RolloutLine, line_of
+from ..records._lines import line_of
 from ._base import (
     ImportedRun,
     ImportedTask,
@@ -30,6 +30,7 @@ from ._base import (
     source_error,
     with_clusters,
 )
+from ._batch import LineBatch
 from ._io import head_bytes, iter_jsonl_chunks, parse_jsonl_line, read_json_file
 from ._lmeval_fast import FastLines, known_keys_line_type
 
@@ -216,6 +217,13 @@ class _Samples:
         self.primary_filter: str | None = None
         self.first_metrics: Any = None
         self.seen: set[Any] = set()
+        self.unseen: list[str] = []
+        """doc_ids the fast path read in increasing integer order (so distinct) and has not
+        put in ``seen`` yet: a set lookup per line costs more than the line's other checks;
+        they join ``seen`` before the generic path checks a line."""
+        self.last_int: int | None = None
+        """The highest integer doc_id so far while every doc_id was an increasing integer
+        read by the fast path (None: off, every doc_id is checked against ``seen``)."""
         self.metric_name: str | None = None
         self.max_repeats = 0
         self.left_out = 0
@@ -271,6 +279,10 @@ class _Samples:
         metric_name = self.metric_name
         identity = self.identity
         pid = str(line["doc_id"])
+        if self.unseen:
+            self.seen.update(self.unseen)
+            self.unseen.clear()
+        self.last_int = None  # ids the generic path adds are checked by the set from now on
         check_unique(self.seen, pid, path=path, what="doc_id", line=number)
         resps = line.get("resps")
         if not isinstance(resps, list) or not resps:
@@ -359,6 +371,8 @@ class _Samples:
         ):
             return None
         extra = sorted(first_line.keys() - _KNOWN_LINE - set(metrics))
+        did = first_line.get("doc_id")
+        self.last_int = did if type(did) is int else None
         line_type = known_keys_line_type(metrics[0], metrics, extra)
         return FastLines(self, line_type, metrics, extra, _extracted)
 
@@ -366,6 +380,7 @@ class _Samples:
         """Settings, notes and counts of the task, once every line was read."""
         path, name, results, task = self.path, self.name, self.results, self.task
         self.seen = set()  # every doc_id was checked: free it before the report is built
+        self.unseen = []
         if self.primary_filter is None:
             raise source_error(
                 path, "the samples file holds no samples", "pass a non-empty lm-eval samples file"
@@ -412,13 +427,10 @@ class _Samples:
         task.source_metrics = source_metrics
 
 
-Batch = tuple[list[PromptLine], list[RolloutLine], list[JudgementLine]]
-
-
 def _stream(
     path: Path, results: dict[str, Any], regrade: str | None, task: ImportedTask
-) -> Iterator[Batch]:
-    """Batches of record lines, in source order.
+) -> Iterator[LineBatch]:
+    """Batches of encoded record lines and their report columns, in source order.
 
     The first line is read by the generic path (it fixes the filter, the metric and the
     shape of a line); the rest a chunk at a time by the typed decoder, line by line where
@@ -427,16 +439,12 @@ def _stream(
     st = _Samples(path, results, regrade, task)
     fast: FastLines | None = None
     started = False
-    P: list[PromptLine] = []
-    R: list[RolloutLine] = []
-    J: list[JudgementLine] = []
+    B = LineBatch()
 
     def add(recs: tuple[PromptRecord, list[RolloutRecord], list[JudgementRecord]] | None) -> None:
         if recs is not None:
             p, rs, js = recs
-            P.append(line_of(p))
-            R.extend(line_of(r) for r in rs)
-            J.extend(line_of(j) for j in js)
+            B.add_lines([line_of(p)], [line_of(r) for r in rs], [line_of(j) for j in js])
 
     def generic(number: int, raw: bytes, terminated: bool) -> None:
         add(
@@ -450,7 +458,7 @@ def _stream(
         rows = fast.decode_chunk(chunk) if fast is not None else None
         if rows is not None:
             lines: list[bytes] | None = None
-            for i in fast.records(rows, P, R, J):  # type: ignore[union-attr]
+            for i in fast.records(rows, B):  # type: ignore[union-attr]
                 lines = lines or chunk.split(b"\n")
                 generic(first + i, lines[i], True)
         else:
@@ -470,21 +478,24 @@ def _stream(
                     rest = b"\n".join(lines[j + 1 :])
                     rows = fast.decode_chunk(rest) if fast is not None and rest else None
                     if rows is not None:  # the rest of the first chunk, typed at once
-                        for i in fast.records(rows, P, R, J):  # type: ignore[union-attr]
+                        for i in fast.records(rows, B):  # type: ignore[union-attr]
                             generic(number + 1 + i, lines[j + 1 + i], True)
                         break
                     continue
                 row = fast.decode_line(raw) if fast is not None else None
-                if row is None or next(fast.records([row], P, R, J), None) is not None:  # type: ignore[union-attr]
+                if row is None or next(fast.records([row], B), None) is not None:  # type: ignore[union-attr]
                     generic(first + j, raw, terminated or j < last)
-                if len(P) >= _BATCH:
-                    yield P, R, J
-                    P, R, J = [], [], []
-        if len(P) >= _BATCH:
-            yield P, R, J
-            P, R, J = [], [], []
-    if P or R or J:
-        yield P, R, J
+                if B.n_problems >= _BATCH:
+                    B.pad()
+                    yield B
+                    B = LineBatch()
+        if B.n_problems >= _BATCH:
+            B.pad()
+            yield B
+            B = LineBatch()
+    if B.n_problems:
+        B.pad()
+        yield B
     st.finish()
 
 

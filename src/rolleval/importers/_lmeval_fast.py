@@ -25,6 +25,8 @@ from ..records._lines import (
     RolloutLine,
     line_content_hash,
 )
+from ._batch import LineBatch
+from ._io import newlines
 
 __all__ = ["FastLines", "known_keys_line_type"]
 
@@ -129,7 +131,7 @@ class FastLines:
             rows = self.many.decode(b"[" + chunk.replace(b"\n", b",") + b"]")
         except (msgspec.DecodeError, msgspec.ValidationError):
             return None
-        return rows if len(rows) == chunk.count(b"\n") + 1 else None
+        return rows if len(rows) == newlines(chunk) + 1 else None
 
     def decode_line(self, raw: bytes) -> Any:
         """One line typed, or None (then the generic path reads it)."""
@@ -143,24 +145,25 @@ class FastLines:
         except (msgspec.DecodeError, msgspec.ValidationError):
             return None
 
-    def records(
-        self,
-        rows: list[Any],
-        prompts: list[PromptLine],
-        rollouts: list[RolloutLine],
-        judgements: list[JudgementLine],
-    ) -> Iterator[int]:
-        """Append each row's records to the lists; yield the position of each row the
-        generic path must read instead (after appending the rows before it)."""
+    def records(self, rows: list[Any], batch: LineBatch) -> Iterator[int]:
+        """Append each row's records to ``batch``; yield the position of each row the
+        generic path must read instead (after appending the rows before it).
+
+        The common shape (one chat message, a reference, the source's hashes and ``doc``, a
+        numeric score, an extracted answer) is written through byte templates that give the
+        bytes the line structs encode to (same keys, same order, ``None`` left out); any
+        other shape is built as line structs."""
         st = self.state
         seen = st.seen
+        unseen = st.unseen
         primary = st.primary_filter
         metrics = self.metrics
         identity = st.identity
         unmapped = st.unmapped
         extracted = self.extracted
         extra = self.extra
-        add_p, add_r, add_j = prompts.append, rollouts.append, judgements.append
+        add_p, add_r, add_j = batch.prompts.append, batch.rollouts.append, batch.judgements.append
+        p_id, p_ch, j_id, j_x, j_ok, j_score, j_cl, j_err = batch.varying()
         no_value = "lm-eval logged no value for the metric"
         encode = _encode
         replace = msgspec.structs.replace
@@ -168,6 +171,7 @@ class FastLines:
         prompt_line = PromptLine(problem_id="-", reference_kind="answer")
         rollout_line = RolloutLine(problem_id="-", index=0, status="ok", attempt=1, retries=0)
         judgement_line = JudgementLine(problem_id="-", index=0, status="ok", grader=identity)
+        grader = encode(identity)
         take_first = st.take_first_for(primary)
         messages = _messages.decode
         for i, row in enumerate(rows):
@@ -177,15 +181,25 @@ class FastLines:
                 or len(resps) != 1
                 or row.doc_id is _UNSET
                 or row.metrics != metrics
-                or str(row.filter) != primary
+                or (row.filter != primary and str(row.filter) != primary)
             ):
                 yield i
                 continue
             did = row.doc_id
-            pid = did if type(did) is str else str(did)
-            if not pid or pid in seen:
-                yield i
-                continue
+            last = st.last_int
+            if last is not None and type(did) is int and did > last:
+                pid = str(did)  # greater than every doc_id so far: new
+                new = True
+            else:
+                if unseen:  # every doc_id is checked against the set from now on
+                    seen.update(unseen)
+                    unseen.clear()
+                st.last_int = None
+                pid = did if type(did) is str else str(did)
+                if not pid or pid in seen:
+                    yield i
+                    continue
+                new = False
             texts = resps[0]
             n = len(texts)
             if n > 1:
@@ -197,7 +211,11 @@ class FastLines:
                     st.max_repeats = n
             elif not st.max_repeats:
                 st.max_repeats = 1
-            seen.add(pid)
+            if new:
+                st.last_int = did
+                unseen.append(pid)
+            else:
+                seen.add(pid)
             target = row.target
             ref = target if type(target) is str else (None if target is None else str(target))
             args = row.arguments
@@ -210,21 +228,35 @@ class FastLines:
                     prompt = a0[0]
             else:
                 prompt = _prompt(args)
-            if prompt is None:
-                st.missing_prompt = True
-                ch = None
-            elif type(prompt) is list and len(prompt) == 1:  # one chat message: inlined
-                m = prompt[0]
-                ch = sha256(
-                    b'{"prompt":[{"content":%b,"role":%b}],"reference":%b}'
-                    % (encode(m.content), encode(m.role), encode(ref))
-                ).hexdigest()
-            else:
-                ch = line_content_hash(prompt, ref)
+            epid = encode(pid)
             dh, ph, th, doc = row.doc_hash, row.prompt_hash, row.target_hash, row.doc
-            if dh is not _UNSET and ph is not _UNSET and th is not _UNSET and doc is not _UNSET:
-                extras = {"doc_hash": dh, "prompt_hash": ph, "target_hash": th, "doc": doc}
+            if (
+                type(prompt) is list
+                and len(prompt) == 1
+                and ref is not None
+                and dh is not _UNSET
+                and ph is not _UNSET
+                and th is not _UNSET
+                and doc is not _UNSET
+            ):  # the common shape: one chat message, a reference, every hash and doc
+                m = prompt[0]
+                role, content, eref = encode(m.role), encode(m.content), encode(ref)
+                ch = sha256(
+                    b'{"prompt":[{"content":%b,"role":%b}],"reference":%b}' % (content, role, eref)
+                ).hexdigest()
+                add_p(
+                    b'{"problem_id":%b,"prompt":[{"role":%b,"content":%b}],"reference":%b,'
+                    b'"reference_kind":"answer","extras":{"doc_hash":%b,"prompt_hash":%b,'
+                    b'"target_hash":%b,"doc":%b},"content_hash":"%s"}\n'
+                    % (epid, role, content, eref, dh, ph, th, doc, ch.encode())
+                )
+                batch.any_reference = True
             else:
+                if prompt is None:
+                    st.missing_prompt = True
+                    ch = None
+                else:
+                    ch = line_content_hash(prompt, ref)
                 extras = {
                     k: v
                     for k, v in (
@@ -235,20 +267,35 @@ class FastLines:
                     )
                     if v is not _UNSET
                 }
-            add_p(
-                replace(
-                    prompt_line,
-                    problem_id=pid,
-                    prompt=prompt,
-                    reference=ref,
-                    extras=extras,
-                    content_hash=ch,
+                add_p(
+                    encode(
+                        replace(
+                            prompt_line,
+                            problem_id=pid,
+                            prompt=prompt,
+                            reference=ref,
+                            extras=extras,
+                            content_hash=ch,
+                        )
+                    )
+                    + b"\n"
                 )
-            )
-            for attr, name in extra:
-                if getattr(row, attr) is not _UNSET:
-                    unmapped.add(name, "field not known to the importer")
-            add_r(replace(rollout_line, problem_id=pid, text=texts[0] if n else None))
+                if ref is not None:
+                    batch.any_reference = True
+            p_id.append(pid)
+            p_ch.append(ch)
+            if extra:
+                for attr, name in extra:
+                    if getattr(row, attr) is not _UNSET:
+                        unmapped.add(name, "field not known to the importer")
+            if n:
+                add_r(
+                    b'{"problem_id":%b,"index":0,"status":"ok","text":%b,"attempt":1,"retries":0}\n'
+                    % (epid, encode(texts[0]))
+                )
+            else:
+                add_r(encode(replace(rollout_line, problem_id=pid)) + b"\n")
+            j_id.append(pid)
             value = row.m_primary
             tv = type(value)
             if tv is float or tv is int or tv is bool:
@@ -258,16 +305,40 @@ class FastLines:
                     x = filtered[0].strip() or None
                 else:
                     x = extracted(filtered or [])
-                add_j(
-                    replace(
-                        judgement_line,
-                        problem_id=pid,
-                        extracted=x,
-                        correct=v >= 1.0,
-                        score=v if 0.0 < v < 1.0 else None,
-                        cluster=None if x is None else 0,
+                ok = v >= 1.0
+                score = v if 0.0 < v < 1.0 else None
+                if x is not None and score is None:
+                    add_j(
+                        b'{"problem_id":%b,"index":0,"status":"ok","extracted":%b,"correct":%b,'
+                        b'"cluster":0,"grader":%b}\n'
+                        % (epid, encode(x), b"true" if ok else b"false", grader)
                     )
-                )
+                else:
+                    add_j(
+                        encode(
+                            replace(
+                                judgement_line,
+                                problem_id=pid,
+                                extracted=x,
+                                correct=ok,
+                                score=score,
+                                cluster=None if x is None else 0,
+                            )
+                        )
+                        + b"\n"
+                    )
+                j_x.append(x)
+                j_ok.append(ok)
+                j_score.append(score)
+                j_cl.append(None if x is None else 0)
+                j_err.append(None)
             else:
                 unmapped.add("metric value", "missing or not a number")
-                add_j(replace(judgement_line, problem_id=pid, grader_error=no_value))
+                add_j(
+                    encode(replace(judgement_line, problem_id=pid, grader_error=no_value)) + b"\n"
+                )
+                j_x.append(None)
+                j_ok.append(None)
+                j_score.append(None)
+                j_cl.append(None)
+                j_err.append(no_value)

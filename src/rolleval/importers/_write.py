@@ -15,7 +15,6 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from operator import attrgetter
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +25,6 @@ from ..records import (
     RunSummary,
     TaskSettings,
 )
-from ..records._lines import JudgementLine, PromptLine
 from ..report import InferenceSettings, task_report_of_columns
 from ..store import JsonlColumns, validate_model
 from ..table import JUDGEMENT_FIELDS, PromptRow
@@ -65,7 +63,8 @@ def _write_records(tw: TaskWriter, task: ImportedTask) -> _Written:
     """Write the task's prompts, rollouts and judgements into the run.
 
     A streaming task is written batch by batch as the reader yields them (a batch is the
-    records of many problems: lists of record line structs, or of record models), so memory
+    records of many problems, as encoded lines plus their report columns: a
+    :class:`~._batch.LineBatch`), so memory
     stays bounded by a batch of records plus the task's report columns; a task of lists is
     written as it is (its prompts sorted by problem id).
     """
@@ -84,28 +83,17 @@ def _write_records(tw: TaskWriter, task: ImportedTask) -> _Written:
 
     pcols: dict[str, list[Any]] = {f: [] for f in _PROMPT_COLUMNS}
     jcols: dict[str, list[Any]] = {f: [] for f in JUDGEMENT_FIELDS}
-    pgets = [(pcols[f], attrgetter(f)) for f in _PROMPT_COLUMNS]
-    jgets = [(jcols[f], attrgetter(f)) for f in JUDGEMENT_FIELDS if f != "metrics"]
-    get_ref = attrgetter("reference")
     hashes = out.hashes
-    for prompts, rollouts, judgements in task.stream:
-        first = prompts[0] if prompts else judgements[0] if judgements else None
-        if isinstance(first, (PromptLine, JudgementLine)):
-            tw.add_lines(prompts, rollouts, judgements)
-        else:
-            judgements = with_clusters(judgements)
-            tw.add_prompts(prompts)
-            tw.add_rollouts(rollouts)
-            tw.add_judgements(judgements)
-        out.problems += len(prompts)
-        out.rollouts += len(rollouts)
-        if not out.any_reference:
-            out.any_reference = any(r is not None for r in map(get_ref, prompts))
-        for col, get in pgets:
-            col.extend(map(get, prompts))
-        for col, get in jgets:
-            col.extend(map(get, judgements))
-        jcols["metrics"].extend([j.metrics or None for j in judgements])
+    for batch in task.stream:
+        tw.add_encoded_lines(
+            b"".join(batch.prompts), b"".join(batch.rollouts), b"".join(batch.judgements)
+        )
+        out.problems += batch.n_problems
+        out.rollouts += batch.n_rollouts
+        out.any_reference = out.any_reference or batch.any_reference
+        for cols, more in ((pcols, batch.pcols), (jcols, batch.jcols)):
+            for f, col in cols.items():
+                col.extend(more[f])
     ids, chs = pcols["problem_id"], pcols["content_hash"]
     if None in chs:
         hashes.update((k, v) for k, v in zip(ids, chs) if v)
@@ -199,23 +187,22 @@ def write_imported_run(
                     "score_key": "correct",
                     **task.settings,
                     "n_problems": n_problems,
-                    "problem_hashes": written.hashes,
                 },
                 TaskSettings,
                 path=run.source,
                 what=f"settings of source task {task.name!r}",
                 fix="the source's settings are not what its format promises",
             )
-            tw.write_settings(settings)
+            # the problem hashes (one per problem, str -> str, built here from validated
+            # records) are set after validation and dumped once, for task.json and the report
+            dumped = settings.model_dump(mode="json", exclude_none=True)
+            dumped["problem_hashes"] = written.hashes
+            settings = settings.model_copy(update={"problem_hashes": written.hashes})
+            tw.write_settings(settings, dumped=dumped)
             if regrade is None and written.columns is not None:
-                # as read back from task.json: the keys the file holds (None left out);
-                # the problem hashes are the dict just validated, not copied once more
-                read_back = settings.model_dump(
-                    mode="json", exclude_none=True, exclude={"problem_hashes"}
-                )
-                read_back["problem_hashes"] = written.hashes
+                # as read back from task.json: the keys the file holds (None left out)
                 task_reports[task.name] = task_report_of_columns(
-                    tw.files, read_back, *written.columns, InferenceSettings()
+                    tw.files, dumped, *written.columns, InferenceSettings()
                 )
             written.columns = None
             if regrade is not None:
