@@ -242,6 +242,7 @@ class _Samples:
     ) -> tuple[PromptRecord, list[RolloutRecord], list[JudgementRecord]] | None:
         """The records of one parsed line (the generic path), or None for a line of
         another filter."""
+        metric_name: str | None
         path = self.path
         unmapped = self.unmapped
         if "doc_id" not in line or "resps" not in line:

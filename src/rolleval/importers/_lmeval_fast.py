@@ -113,7 +113,7 @@ class FastLines:
         extracted: Callable[[Any], str | None],
     ):
         self.state = state
-        self.one = msgspec.json.Decoder(line_type)
+        self.one: msgspec.json.Decoder[Any] = msgspec.json.Decoder(line_type)
         self.many = msgspec.json.Decoder(list[line_type])  # type: ignore[valid-type]
         self.metrics = metrics
         self.extra = [(f"x_{i}", name) for i, name in enumerate(extra)]
@@ -221,6 +221,7 @@ class FastLines:
             args = row.arguments
             g0 = args.gen_args_0 if type(args) is _Args else None
             a0 = g0.arg_0 if g0 is not None else None
+            prompt: list[MessageLine] | str
             if type(a0) is list and len(a0) == 1 and type(a0[0]) is str and a0[0][:1] == "[":
                 try:  # the common shape, inlined: one chat request, logged as JSON
                     prompt = messages(a0[0])

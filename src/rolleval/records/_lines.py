@@ -18,9 +18,12 @@ still records the pydantic models read back (``tests/test_record_contract.py``).
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any, overload
 
 import msgspec
+
+if TYPE_CHECKING:
+    from ._streams import JudgementRecord, PromptRecord, RolloutRecord
 
 __all__ = [
     "JudgementLine",
@@ -142,9 +145,22 @@ def line_content_hash(prompt: list[MessageLine] | str | None, reference: Any) ->
     return hashlib.sha256(b'{"prompt":%b,"reference":%b}' % (p, _encode(reference))).hexdigest()
 
 
+@overload
+def line_of(record: PromptRecord) -> PromptLine: ...
+@overload
+def line_of(record: RolloutRecord) -> RolloutLine: ...
+@overload
+def line_of(record: JudgementRecord) -> JudgementLine: ...
 def line_of(record: Any) -> PromptLine | RolloutLine | JudgementLine:
     """The line struct of a (validated) pydantic stream record: the same line on disk."""
     from ._streams import JudgementRecord, PromptRecord, RolloutRecord
 
-    kind = {PromptRecord: PromptLine, RolloutRecord: RolloutLine, JudgementRecord: JudgementLine}
-    return msgspec.convert(record.model_dump(), kind[type(record)])
+    kind: dict[type, type[PromptLine | RolloutLine | JudgementLine]] = {
+        PromptRecord: PromptLine,
+        RolloutRecord: RolloutLine,
+        JudgementRecord: JudgementLine,
+    }
+    line: PromptLine | RolloutLine | JudgementLine = msgspec.convert(
+        record.model_dump(), kind[type(record)]
+    )
+    return line
