@@ -12,6 +12,7 @@ import gc
 import json
 import random
 
+import numpy as np
 import pytest
 
 from rolleval import build_config, run_eval
@@ -19,6 +20,7 @@ from rolleval.grading import Verdict
 from rolleval.records import (
     JudgementRecord,
     JudgementSet,
+    Profile,
     RolloutRecord,
     RolloutSet,
     Segment,
@@ -26,7 +28,7 @@ from rolleval.records import (
     dump_record,
 )
 from rolleval.runner import Request
-from rolleval.runner._finish import build_profile, profile_from_files
+from rolleval.runner._finish import _profile, profile_from_files
 from rolleval.runner._schedule import Scheduler
 from rolleval.store import TaskFiles
 
@@ -157,6 +159,53 @@ def _records(rng: random.Random, n: int):
                 )
     rng.shuffle(rollouts)
     return rollouts, judgements
+
+
+# ---------------------------------------------------------------- the profile, streamed
+
+
+def build_profile(
+    rollouts: RolloutSet, segments: list[Segment], judgements: JudgementSet | None = None
+) -> Profile:
+    """The oracle: the profile computed from record sets in memory, the obvious way (the
+    runner streams it from the files instead, with :func:`profile_from_files`)."""
+    chosen = rollouts.effective
+    ok = [r for r in chosen.values() if r.status == "ok"]
+    statuses: dict[str, int] = {}
+    for r in chosen.values():
+        statuses[r.status] = statuses.get(r.status, 0) + 1
+
+    def ints(values) -> np.ndarray:
+        return np.array([v for v in values if v is not None], dtype=np.int64)
+
+    grader_tokens = None
+    used = (
+        []
+        if judgements is None
+        else [j.grader_usage for j in judgements.effective.values() if j.grader_usage is not None]
+    )
+    if used:
+        prompt = [u.prompt_tokens for u in used if u.prompt_tokens is not None]
+        completion = [u.completion_tokens for u in used if u.completion_tokens is not None]
+        grader_tokens = {
+            "prompt_total": int(sum(prompt)) if prompt else None,
+            "completion_total": int(sum(completion)) if completion else None,
+            "calls": len(used),
+        }
+    return _profile(
+        effective=len(chosen),
+        attempts=len(rollouts.records),
+        statuses=statuses,
+        retries=sum(r.retries for r in rollouts.records),
+        in_tok=ints(r.usage.prompt_tokens for r in ok if r.usage is not None),
+        out_tok=ints(r.usage.completion_tokens for r in ok if r.usage is not None),
+        lat=np.array([r.latency_s for r in ok if r.latency_s is not None], dtype=float),
+        models={r.model for r in ok if r.model},
+        fingerprints={r.system_fingerprint for r in ok if r.system_fingerprint},
+        ok=len(ok),
+        segments=segments,
+        grader_tokens=grader_tokens,
+    )
 
 
 @pytest.mark.parametrize("seed", range(5))

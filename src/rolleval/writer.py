@@ -181,13 +181,9 @@ class TaskWriter:
                 raise TypeError(
                     f"add_lines takes {kind.__name__} objects (rolleval.records._lines)"
                 )
-        for which, lines in (
-            ("_prompts", prompts),
-            ("_rollouts", rollouts),
-            ("_judgements", judgements),
-        ):
-            if lines:
-                self._appender(which).write_many([encode_lines(lines)])
+        self.add_encoded_lines(
+            *(encode_lines(lines) if lines else b"" for lines in (prompts, rollouts, judgements))
+        )
 
     def add_encoded_lines(self, prompts: bytes, rollouts: bytes, judgements: bytes) -> None:
         """Append records already encoded as JSONL lines (newline-terminated) by the line

@@ -4,7 +4,6 @@ The profile is computed from the stored rollouts (effective records), never from
 process happened to see, so a resumed run's profile covers every segment.
 :func:`profile_from_files` streams the files a few megabytes at a time and keeps a few
 numbers per rollout (numpy arrays), so memory stays flat however long the run;
-:func:`build_profile` gives the same profile from record sets in memory.
 """
 
 from __future__ import annotations
@@ -15,42 +14,12 @@ from typing import Any, Literal
 import msgspec
 import numpy as np
 
-from ..records import ROLLOUT_STATUSES, JudgementSet, Profile, RolloutSet, Segment
+from ..records import ROLLOUT_STATUSES, Profile, Segment
 from ..store import JsonlChunks, TaskFiles
 
-__all__ = ["build_profile", "profile_from_files"]
+__all__ = ["profile_from_files"]
 
 _NOTE = "throughput uses the wall time of all run segments (all tasks of the run share it)"
-
-
-def build_profile(
-    rollouts: RolloutSet, segments: list[Segment], judgements: JudgementSet | None = None
-) -> Profile:
-    """Token usage, latency percentiles, throughput and status counts of a task's rollouts;
-    with ``judgements``, an LLM judge's token spend apart (``grader_tokens``)."""
-    chosen = rollouts.effective
-    ok = [r for r in chosen.values() if r.status == "ok"]
-    statuses: dict[str, int] = {}
-    for r in chosen.values():
-        statuses[r.status] = statuses.get(r.status, 0) + 1
-    return _profile(
-        effective=len(chosen),
-        attempts=len(rollouts.records),
-        statuses=statuses,
-        retries=sum(r.retries for r in rollouts.records),
-        in_tok=_ints(r.usage.prompt_tokens for r in ok if r.usage is not None),
-        out_tok=_ints(r.usage.completion_tokens for r in ok if r.usage is not None),
-        lat=np.array([r.latency_s for r in ok if r.latency_s is not None], dtype=float),
-        models={r.model for r in ok if r.model},
-        fingerprints={r.system_fingerprint for r in ok if r.system_fingerprint},
-        ok=len(ok),
-        segments=segments,
-        grader_tokens=_grader_tokens(judgements),
-    )
-
-
-def _ints(values: Any) -> np.ndarray:
-    return np.array([v for v in values if v is not None], dtype=np.int64)
 
 
 def _profile(
@@ -173,7 +142,7 @@ class _Columns:
 
 
 def profile_from_files(files: TaskFiles, segments: list[Segment], n: int) -> Profile:
-    """The profile of a task (as :func:`build_profile`), streamed from its rollout and
+    """The profile of a task from its effective rollouts, streamed from its rollout and
     judgement files; ``n`` is the rollouts per problem (the slot width: any works)."""
     status_code = {s: i for i, s in enumerate(ROLLOUT_STATUSES)}
     slots = _Slots(n)
@@ -233,7 +202,8 @@ def profile_from_files(files: TaskFiles, segments: list[Segment], n: int) -> Pro
 
 
 def _grader_tokens_from_file(files: TaskFiles, n: int) -> dict[str, object] | None:
-    """:func:`_grader_tokens` of the effective (first) judgement per rollout, streamed."""
+    """An LLM judge's token spend (``grader_tokens``) over the effective (first) judgement
+    per rollout, streamed; None when no judgement carries grader usage."""
     if not files.judgements.exists():
         return None
     slots = _Slots(n)
@@ -260,19 +230,4 @@ def _grader_tokens_from_file(files: TaskFiles, n: int) -> dict[str, object] | No
         "prompt_total": int(sum(prompt)) if prompt else None,
         "completion_total": int(sum(completion)) if completion else None,
         "calls": calls,
-    }
-
-
-def _grader_tokens(judgements: JudgementSet | None) -> dict[str, object] | None:
-    if judgements is None:
-        return None
-    used = [j.grader_usage for j in judgements.effective.values() if j.grader_usage is not None]
-    if not used:
-        return None
-    prompt = [u.prompt_tokens for u in used if u.prompt_tokens is not None]
-    completion = [u.completion_tokens for u in used if u.completion_tokens is not None]
-    return {
-        "prompt_total": int(sum(prompt)) if prompt else None,
-        "completion_total": int(sum(completion)) if completion else None,
-        "calls": len(used),
     }
