@@ -19,7 +19,7 @@ from conftest import assert_run_valid
 from rolleval import import_run
 from rolleval.api import report_run
 from rolleval.errors import DataError
-from rolleval.importers import _lmeval
+from rolleval.importers import _lmeval, _parallel
 
 DATA = Path(__file__).parent / "data" / "imports" / "lm-eval"
 STREAMS = ("prompts.jsonl", "rollouts.jsonl", "judgements.jsonl")
@@ -29,22 +29,76 @@ def _generic(monkeypatch) -> None:
     monkeypatch.setattr(_lmeval._Samples, "fast", lambda self, first_line: None)
 
 
+def _lines(monkeypatch) -> None:
+    """The column path off: the typed line path (and the generic path) only."""
+    monkeypatch.setattr(_lmeval._Samples, "strict", lambda self, first_line: None)
+
+
+def _parallel_on(monkeypatch) -> None:
+    """The column path in two worker processes, whatever the file's size and the CPUs."""
+    real = _lmeval.converted_chunks
+
+    def converted_chunks(*args, **kwargs):
+        assert kwargs["workers"] == 2
+        for chunk in real(*args, **kwargs):
+            WORKER_CHUNKS.append(chunk.data is None)  # None: a worker converted it
+            yield chunk
+
+    monkeypatch.setattr(_lmeval, "converted_chunks", converted_chunks)
+    monkeypatch.setattr(_lmeval, "_PARALLEL_BYTES", 0)
+    monkeypatch.setattr(_lmeval, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(_parallel, "SEGMENT_BYTES", 8 << 10)
+
+
+WORKER_CHUNKS: list[bool] = []
+PATHS = {
+    "column": lambda m: None,
+    "parallel": _parallel_on,
+    "lines": _lines,
+    "generic": _generic,
+}
+
+
+def _import_all(
+    source: Path, tmp_path: Path, monkeypatch, paths=tuple(PATHS)
+) -> dict[str, tuple[Path, int, list[int], int]]:
+    """Per path: (run, lines the column path took, rows per typed line-path call, chunks
+    converted by a worker process)."""
+    runs = {}
+    for name in paths:
+        column: list[int] = []
+        typed: list[int] = []
+        real_apply, real_records = _lmeval.apply, _lmeval.FastLines.records
+
+        def counting_apply(st, out, batch, column=column, real_apply=real_apply):
+            ok = real_apply(st, out, batch)
+            column.append(len(out.problem_ids) if ok else 0)
+            return ok
+
+        def counting_records(self, rows, *lists, typed=typed, real_records=real_records):
+            typed.append(len(rows))
+            return real_records(self, rows, *lists)
+
+        WORKER_CHUNKS.clear()
+        with monkeypatch.context() as m:
+            m.setattr(_lmeval, "apply", counting_apply)
+            m.setattr(_lmeval.FastLines, "records", counting_records)
+            PATHS[name](m)
+            import_run("lm-eval", source, tmp_path / name)
+        runs[name] = (tmp_path / name, sum(column), typed, sum(WORKER_CHUNKS))
+    return runs
+
+
 def _import_both(source: Path, tmp_path: Path, monkeypatch) -> tuple[Path, Path, list[int]]:
-    """(fast run, generic run, lines the fast path decoded typed)."""
-    typed: list[int] = []
-    real = _lmeval.FastLines.records
+    """(run of the line paths, generic run, rows per typed line-path call)."""
+    runs = _import_all(source, tmp_path, monkeypatch, ("lines", "generic"))
+    return runs["lines"][0], runs["generic"][0], runs["lines"][2]
 
-    def counting(self, rows, *lists):
-        typed.append(len(rows))
-        return real(self, rows, *lists)
 
-    with monkeypatch.context() as m:
-        m.setattr(_lmeval.FastLines, "records", counting)
-        import_run("lm-eval", source, tmp_path / "fast")
-    with monkeypatch.context() as m:
-        _generic(m)
-        import_run("lm-eval", source, tmp_path / "generic")
-    return tmp_path / "fast", tmp_path / "generic", typed
+def _assert_all_same(runs: dict[str, tuple[Path, int, list[int], int]]) -> None:
+    for name, (run, *_) in runs.items():
+        if name != "generic":
+            _assert_same_run(run, runs["generic"][0])
 
 
 def _task_dir(run: Path) -> Path:
@@ -75,11 +129,17 @@ def _assert_same_run(fast: Path, generic: Path) -> None:
 
 
 @pytest.mark.parametrize("variant", ["seed1", "seed2", "degraded"])
-def test_real_lmeval_files_import_the_same_on_both_paths(variant, tmp_path, monkeypatch):
-    fast, generic, typed = _import_both(DATA / variant, tmp_path, monkeypatch)
-    assert sum(typed) == 99  # every line after the first took the typed path
+def test_real_lmeval_files_import_the_same_on_every_path(variant, tmp_path, monkeypatch):
+    runs = _import_all(DATA / variant, tmp_path, monkeypatch)
+    # every line after the first took the column path, in this process or in the workers
+    assert runs["column"][1] == runs["parallel"][1] == 99
+    assert runs["column"][2] == runs["parallel"][2] == []  # and no line the line path
+    assert runs["parallel"][3] > 0 and runs["column"][3] == 0
+    _, _, typed, _ = runs["lines"]
+    fast = runs["parallel"][0]
+    assert sum(typed) == 99  # with the column path off, the typed line path took them
     assert max(typed) > 1  # many lines per decode call
-    _assert_same_run(fast, generic)
+    _assert_all_same(runs)
     hashes = [
         orjson.loads(x)["content_hash"]
         for x in (_task_dir(fast) / "prompts.jsonl").read_bytes().splitlines()
@@ -106,7 +166,7 @@ def test_report_from_memory_equals_report_recomputed_from_disk(source, tmp_path)
 # --- a file of awkward lines, long enough to span many chunks ----------------------------
 
 
-def _line(i: int, **over) -> dict:
+def _line(i: int, extra: bool = True, **over) -> dict:
     content = f'Answer with one word.\nQ: What colour is thing {i}? é漢🙂 "q" \\ \t\nA:'
     line = {
         "doc_id": i,
@@ -129,6 +189,8 @@ def _line(i: int, **over) -> dict:
         "f1": 0.5,
         "task_extra": {"kept": "out"},  # on the first line: not known to the importer
     }
+    if not extra:
+        del line["task_extra"]
     line.update(over)
     return {k: v for k, v in line.items() if v is not _DROP}
 
@@ -153,13 +215,15 @@ def _write_results(folder: Path) -> None:
     (folder / "results_2026-01-01T00-00-00.000000.json").write_text(json.dumps(results))
 
 
-def _awkward_source(folder: Path, n: int = 400) -> Path:
+def _awkward_source(folder: Path, n: int = 400, every: int = 23, extra: bool = True) -> Path:
+    """Samples whose line i is awkward in way ``i % every`` (kinds 1 to 16); ``extra``: every
+    line has a key the importer does not know (so only the line paths read the file)."""
     folder.mkdir()
     _write_results(folder)
     rows: list[str] = []
     for i in range(n):
         over: dict = {}
-        kind = i % 23
+        kind = i % every
         if i and kind == 1:
             over = {"surprise": i}  # a key not on the first line
         elif i and kind == 2:
@@ -190,7 +254,7 @@ def _awkward_source(folder: Path, n: int = 400) -> Path:
             over = {"arguments": {"gen_args_0": {"arg_0": [json.dumps([{"role": "user"}])]}}}
         elif kind == 15:
             over = {"filtered_resps": ["   "]}
-        text = json.dumps(_line(i, **over), ensure_ascii=i % 2 == 0)
+        text = json.dumps(_line(i, extra, **over), ensure_ascii=i % 2 == 0)
         rows.append(text)
         if kind == 16:
             rows.append("")  # a blank line
@@ -199,11 +263,13 @@ def _awkward_source(folder: Path, n: int = 400) -> Path:
     return samples
 
 
-def test_awkward_lines_import_the_same_on_both_paths(tmp_path, monkeypatch):
+def test_awkward_lines_import_the_same_on_every_path(tmp_path, monkeypatch):
     _awkward_source(tmp_path / "src")
-    fast, generic, typed = _import_both(tmp_path / "src", tmp_path, monkeypatch)
-    assert sum(typed) > 300  # most lines took the typed path
-    _assert_same_run(fast, generic)
+    runs = _import_all(tmp_path / "src", tmp_path, monkeypatch)
+    assert runs["column"][1] == runs["parallel"][1] == 0  # a key the column path refuses
+    assert sum(runs["column"][2]) > 300  # most lines took the typed line path
+    _assert_all_same(runs)
+    fast = runs["column"][0]
     summary = orjson.loads((fast / "manifest.json").read_bytes())["import"]["tasks"]["odd"]
     unmapped = {(u["field"], u["reason"]): u["count"] for u in summary["unmapped"]}
     # counted from the file by hand: i % 23 == k for i in 0..399, i > 0 where the key is
@@ -224,6 +290,32 @@ def test_awkward_lines_import_the_same_on_both_paths(tmp_path, monkeypatch):
     assert summary["problems"] == 400 - per_kind[3]
 
 
+def test_rare_awkward_lines_among_common_ones_import_the_same_on_every_path(tmp_path, monkeypatch):
+    """Chunks of the common shape take the column path; a chunk with any awkward line (one
+    of each kind, every 150 lines) is read by the line paths, in the same order."""
+    _awkward_source(tmp_path / "src", n=3000, every=150, extra=False)
+    runs = _import_all(tmp_path / "src", tmp_path, monkeypatch)
+    for name in ("column", "parallel"):
+        column, typed = runs[name][1], sum(runs[name][2])
+        assert column > 1500 and typed > 150, (name, column, typed)
+    assert runs["parallel"][3] > 10  # chunks converted by the workers
+    assert runs["lines"][1] == runs["generic"][1] == 0
+    _assert_all_same(runs)
+
+
+def _errors(source: Path, tmp_path: Path, monkeypatch) -> dict[str, str]:
+    """The one-line error of importing ``source`` on each path (none leaves a run behind)."""
+    errors = {}
+    for name, switch in PATHS.items():
+        with monkeypatch.context() as m:
+            switch(m)
+            with pytest.raises(DataError) as err:
+                import_run("lm-eval", source, tmp_path / name)
+        errors[name] = str(err.value)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
+    return errors
+
+
 @pytest.mark.parametrize(
     ("edit", "message"),
     [
@@ -234,35 +326,29 @@ def test_awkward_lines_import_the_same_on_both_paths(tmp_path, monkeypatch):
     ],
     ids=["duplicate", "bad-json", "truncated", "not-a-sample"],
 )
+@pytest.mark.parametrize("extra", [True, False], ids=["lines", "columns"])
 def test_bad_lines_deep_in_a_file_are_the_same_one_line_errors(
-    edit, message, tmp_path, monkeypatch
+    edit, message, extra, tmp_path, monkeypatch
 ):
-    samples = _awkward_source(tmp_path / "src")
+    samples = _awkward_source(tmp_path / "src", every=150, extra=extra)
     rows = samples.read_text().split("\n")[:-1]
     rows = [r for r in rows if r]
     edit(rows)
     tail = "" if message == "truncated" else "\n"
     samples.write_text("\n".join(rows) + tail)
-    with pytest.raises(DataError) as fast:
-        import_run("lm-eval", tmp_path / "src", tmp_path / "fast")
-    _generic(monkeypatch)
-    with pytest.raises(DataError) as generic:
-        import_run("lm-eval", tmp_path / "src", tmp_path / "generic")
-    assert str(fast.value) == str(generic.value)
-    assert message in str(fast.value) and f"{samples}:" in str(fast.value)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
+    errors = _errors(tmp_path / "src", tmp_path, monkeypatch)
+    assert len(set(errors.values())) == 1, errors
+    assert message in errors["generic"] and f"{samples}:" in errors["generic"]
 
 
-def test_invalid_utf8_deep_in_a_file_is_refused_on_both_paths(tmp_path, monkeypatch):
-    samples = _awkward_source(tmp_path / "src")
+@pytest.mark.parametrize("extra", [True, False], ids=["lines", "columns"])
+def test_invalid_utf8_deep_in_a_file_is_refused_on_every_path(extra, tmp_path, monkeypatch):
+    samples = _awkward_source(tmp_path / "src", every=150, extra=extra)
     data = samples.read_bytes().replace(b'"t-300"', b'"t-\xff00"')
     samples.write_bytes(data)
-    with pytest.raises(DataError, match="not valid JSON") as fast:
-        import_run("lm-eval", tmp_path / "src", tmp_path / "fast")
-    _generic(monkeypatch)
-    with pytest.raises(DataError) as generic:
-        import_run("lm-eval", tmp_path / "src", tmp_path / "generic")
-    assert str(fast.value) == str(generic.value)
+    errors = _errors(tmp_path / "src", tmp_path, monkeypatch)
+    assert len(set(errors.values())) == 1, errors
+    assert "not valid JSON" in errors["generic"]
 
 
 _SAMPLES_NAME = "samples_odd_2026-01-01T00-00-00.000000.jsonl"
@@ -274,10 +360,12 @@ _SAMPLES_NAME = "samples_odd_2026-01-01T00-00-00.000000.jsonl"
         lambda rows: rows.insert(300, rows[250]),  # an earlier integer id again
         lambda rows: rows.insert(300, rows[0]),  # the first line's id (read by the generic path)
         lambda rows: rows.insert(
-            300, json.dumps(_line(350, doc_id="350"))
+            300, json.dumps(_line(350, False, doc_id="350"))
         ),  # a string id, then the integer
-        lambda rows: rows.insert(300, json.dumps(_line(380, surprise=1))),  # generic, ahead
-        lambda rows: rows.insert(300, json.dumps(_line(380)) + "\n" + json.dumps(_line(380))),
+        lambda rows: rows.insert(300, json.dumps(_line(380, False, surprise=1))),  # generic, ahead
+        lambda rows: rows.insert(
+            300, json.dumps(_line(380, False)) + "\n" + json.dumps(_line(380, False))
+        ),
     ],
     ids=["earlier-int", "first-line", "string-then-int", "generic-ahead", "twice-ahead"],
 )
@@ -286,27 +374,24 @@ def test_duplicate_ids_among_increasing_integer_ids_are_found(edit, tmp_path, mo
     come back after them is still the generic path's one-line error."""
     (tmp_path / "src").mkdir()
     _write_results(tmp_path / "src")
-    rows = [json.dumps(_line(i)) for i in range(400)]
+    rows = [json.dumps(_line(i, extra=False)) for i in range(400)]
     edit(rows)
     (tmp_path / "src" / _SAMPLES_NAME).write_text("\n".join(rows) + "\n")
-    with pytest.raises(DataError) as fast:
-        import_run("lm-eval", tmp_path / "src", tmp_path / "fast")
-    _generic(monkeypatch)
-    with pytest.raises(DataError) as generic:
-        import_run("lm-eval", tmp_path / "src", tmp_path / "generic")
-    assert str(fast.value) == str(generic.value)
-    assert "duplicate doc_id" in str(fast.value)
+    errors = _errors(tmp_path / "src", tmp_path, monkeypatch)
+    assert len(set(errors.values())) == 1, errors
+    assert "duplicate doc_id" in errors["generic"]
 
 
-def test_integer_ids_out_of_order_import_the_same_on_both_paths(tmp_path, monkeypatch):
+def test_integer_ids_out_of_order_import_the_same_on_every_path(tmp_path, monkeypatch):
     (tmp_path / "src").mkdir()
     _write_results(tmp_path / "src")
-    ids = [*range(300), 1000, *range(300, 400), -5, "x", 2000, 1999]
-    rows = [json.dumps(_line(7, doc_id=i)) for i in ids]
+    ids = [*range(300), 1000, *range(300, 400), -5, "x", 2000, 1999, *range(3000, 3400)]
+    rows = [json.dumps(_line(7, False, doc_id=i)) for i in ids]
     (tmp_path / "src" / _SAMPLES_NAME).write_text("\n".join(rows) + "\n")
-    fast, generic, typed = _import_both(tmp_path / "src", tmp_path, monkeypatch)
-    assert sum(typed) == len(ids) - 1
-    _assert_same_run(fast, generic)
-    assert orjson.loads((fast / "manifest.json").read_bytes())["import"]["totals"][
+    runs = _import_all(tmp_path / "src", tmp_path, monkeypatch)
+    assert sum(runs["lines"][2]) == len(ids) - 1
+    assert runs["column"][1] > 300 and runs["parallel"][1] > 300
+    _assert_all_same(runs)
+    assert orjson.loads((runs["column"][0] / "manifest.json").read_bytes())["import"]["totals"][
         "problems"
     ] == len(ids)

@@ -99,6 +99,34 @@ def test_array_small_example():
     np.testing.assert_array_equal(out.winner, [1, -1, -1, 0])
 
 
+@pytest.mark.parametrize("at_most_one", [True, False])
+def test_array_equals_the_scalar_vote_per_problem(at_most_one):
+    """Both branches (one rollout per problem at most: no sort; else the sorted groups)
+    against :func:`majority_vote` problem by problem."""
+    rng = np.random.default_rng(7)
+    n_problems = 300
+    if at_most_one:
+        problem = rng.permutation(n_problems)[:200]
+    else:
+        problem = rng.integers(0, n_problems, 1500)
+    clusters = rng.integers(-1, 4, problem.size)
+    correct = rng.random(problem.size) < 0.5
+    out = majority_vote_array(problem, clusters, correct, n_problems)
+    for i in range(n_problems):
+        members = np.flatnonzero(problem == i)
+        if not members.size:
+            assert np.isnan(out.correct[i]) and out.n[i] == 0 and out.winner[i] == -1
+            continue
+        want = majority_vote(
+            [int(c) if c >= 0 else None for c in clusters[members]],
+            [bool(v) for v in correct[members]],
+        )
+        assert out.correct[i] == float(want.correct)
+        assert out.winner[i] == (-1 if want.winner is None else want.winner)
+        assert out.modal_size[i] == want.modal_size and out.n[i] == want.n
+        assert out.self_consistency[i] == want.self_consistency
+
+
 def test_array_empty():
     out = majority_vote_array([], [], [], 2)
     assert np.isnan(out.correct).all() and np.isnan(out.self_consistency).all()

@@ -372,7 +372,7 @@ def task_report(
     se: dict[str, Any] = {"clt": stats.clt_se(elig) if len(elig) >= 2 else None}
     if se["clt"] is None:
         se["reason"] = "fewer than 2 eligible problems"
-    if any(c is not None for c in table.clusters):
+    if table.clusters.count(None) != len(table.clusters):  # any declared cluster
         keys = np.array(
             [c if c is not None else f"\x00{i}" for i, c in enumerate(table.clusters)], dtype=object
         )

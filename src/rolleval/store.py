@@ -99,8 +99,12 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
 
 def atomic_write_json(path: str | os.PathLike[str], value: Any) -> None:
     """Atomically write ``value`` as indented, key-sorted JSON with a trailing newline."""
-    atomic_write_bytes(
-        path, orjson.dumps(value, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
+    atomic_write_bytes(  # the newline by orjson: no copy of a large file's bytes
+        path,
+        orjson.dumps(
+            value,
+            option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE,
+        ),
     )
 
 
@@ -500,7 +504,16 @@ class JsonlAppender:
             os.fsync(self._fh.fileno())
 
     def write_many(self, lines: list[bytes]) -> None:
+        """Write complete lines in one write and flush them."""
         self._fh.write(b"".join(lines))
+        self._fh.flush()
+        if self._fsync:
+            os.fsync(self._fh.fileno())
+
+    def write_pieces(self, pieces: list[bytes]) -> None:
+        """Write pieces of whole lines (together, whole lines) and flush them; large pieces
+        go to the file without being copied into one buffer first."""
+        self._fh.writelines(pieces)
         self._fh.flush()
         if self._fsync:
             os.fsync(self._fh.fileno())

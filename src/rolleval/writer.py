@@ -185,10 +185,16 @@ class TaskWriter:
             *(encode_lines(lines) if lines else b"" for lines in (prompts, rollouts, judgements))
         )
 
-    def add_encoded_lines(self, prompts: bytes, rollouts: bytes, judgements: bytes) -> None:
+    def add_encoded_lines(
+        self,
+        prompts: bytes | list[bytes],
+        rollouts: bytes | list[bytes],
+        judgements: bytes | list[bytes],
+    ) -> None:
         """Append records already encoded as JSONL lines (newline-terminated) by the line
-        structs of :mod:`rolleval.records._lines` (or to the same bytes), one write per
-        stream; for writers of very many records that build the lines themselves (the lm-eval
+        structs of :mod:`rolleval.records._lines` (or to the same bytes), given per stream
+        as bytes or as a list of pieces of whole lines (written without joining them first);
+        for writers of very many records that build the lines themselves (the lm-eval
         importer's fast path). Nothing is checked here: the caller owns the encoding."""
         for which, data in (
             ("_prompts", prompts),
@@ -196,7 +202,7 @@ class TaskWriter:
             ("_judgements", judgements),
         ):
             if data:
-                self._appender(which).write_many([data])
+                self._appender(which).write_pieces(data if isinstance(data, list) else [data])
 
     def add_rollout(self, record: RolloutRecord) -> None:
         """Append one rollout attempt (one whole line, flushed)."""

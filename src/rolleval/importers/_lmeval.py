@@ -11,6 +11,7 @@ repeats were left out; with ``--regrade`` every repeat becomes a rollout judged 
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,8 +32,10 @@ from ._base import (
     with_clusters,
 )
 from ._batch import LineBatch
-from ._io import head_bytes, iter_jsonl_chunks, parse_jsonl_line, read_json_file
+from ._io import head_bytes, parse_jsonl_line, read_json_file
 from ._lmeval_fast import FastLines, known_keys_line_type
+from ._lmeval_strict import StrictChunks, StrictSpec, apply, strict_spec
+from ._parallel import converted_chunks, serial_chunks, usable_cpus
 
 __all__ = ["LmEvalReader"]
 
@@ -199,6 +202,9 @@ _WHAT = "lm-eval samples file"
 _CHUNK = 16 << 10
 """Bytes of lines decoded per call: small enough that a chunk's objects stay in the CPU's
 cache (larger chunks are slower), large enough to amortise the call."""
+_PARALLEL_BYTES = 32 << 20
+"""A samples file with at least this many bytes after its first line is converted by worker
+processes (one per usable CPU) where more than one CPU is usable."""
 
 
 class _Samples:
@@ -377,6 +383,18 @@ class _Samples:
         line_type = known_keys_line_type(metrics[0], metrics, extra)
         return FastLines(self, line_type, metrics, extra, _extracted)
 
+    def strict(self, first_line: dict[str, Any]) -> StrictSpec | None:
+        """The column path's spec for the lines after ``first_line``, or None (only the
+        line paths read them); call after :meth:`fast` gave a typed path."""
+        assert self.primary_filter is not None
+        return strict_spec(
+            first_line,
+            self.first_metrics,
+            self.primary_filter,
+            self.take_first_for(self.primary_filter),
+            self.identity,
+        )
+
     def finish(self) -> None:
         """Settings, notes and counts of the task, once every line was read."""
         path, name, results, task = self.path, self.name, self.results, self.task
@@ -434,12 +452,12 @@ def _stream(
     """Batches of encoded record lines and their report columns, in source order.
 
     The first line is read by the generic path (it fixes the filter, the metric and the
-    shape of a line); the rest a chunk at a time by the typed decoder, line by line where
-    a chunk does not fit it, and by the generic path for each line that does not.
+    shape of a line). The rest is read a chunk at a time: by the column path
+    (:mod:`._lmeval_strict`, in worker processes for a large file) where every line of the
+    chunk has the common shape; else by the typed line path; else, line by line, by the
+    generic path. All three give the same records for the same line.
     """
     st = _Samples(path, results, regrade, task)
-    fast: FastLines | None = None
-    started = False
     B = LineBatch()
 
     def add(recs: tuple[PromptRecord, list[RolloutRecord], list[JudgementRecord]] | None) -> None:
@@ -455,45 +473,66 @@ def _stream(
             )
         )
 
-    for first, chunk, terminated in iter_jsonl_chunks(path, _CHUNK):
-        rows = fast.decode_chunk(chunk) if fast is not None else None
-        if rows is not None:
-            lines: list[bytes] | None = None
-            for i in fast.records(rows, B):  # type: ignore[union-attr]
-                lines = lines or chunk.split(b"\n")
-                generic(first + i, lines[i], True)
-        else:
-            lines = chunk.split(b"\n")
-            last = len(lines) - 1
-            for j, raw in enumerate(lines):
-                if not raw.strip():
-                    continue
-                if not started:  # the first line: generic, then it sets up the typed path
-                    number = first + j
-                    line = parse_jsonl_line(
-                        raw, path=path, line=number, what=_WHAT, terminated=terminated or j < last
-                    )
-                    add(st.line(number, line))
-                    started = True
-                    fast = st.fast(line)
-                    rest = b"\n".join(lines[j + 1 :])
-                    rows = fast.decode_chunk(rest) if fast is not None and rest else None
-                    if rows is not None:  # the rest of the first chunk, typed at once
-                        for i in fast.records(rows, B):  # type: ignore[union-attr]
-                            generic(number + 1 + i, lines[j + 1 + i], True)
-                        break
-                    continue
-                row = fast.decode_line(raw) if fast is not None else None
-                if row is None or next(fast.records([row], B), None) is not None:  # type: ignore[union-attr]
-                    generic(first + j, raw, terminated or j < last)
-                if B.n_problems >= _BATCH:
-                    B.pad()
-                    yield B
-                    B = LineBatch()
-        if B.n_problems >= _BATCH:
-            B.pad()
-            yield B
-            B = LineBatch()
+    number, start = 0, 0
+    line: dict[str, Any] | None = None
+    with open(path, "rb") as fh:
+        for raw in fh:  # the first line that is not blank: generic
+            number += 1
+            start += len(raw)
+            if raw.strip():
+                terminated = raw.endswith(b"\n")
+                line = parse_jsonl_line(
+                    raw[:-1] if terminated else raw,
+                    path=path,
+                    line=number,
+                    what=_WHAT,
+                    terminated=terminated,
+                )
+                add(st.line(number, line))
+                break
+    if line is None:
+        st.finish()  # no samples: refused there
+        return
+    fast = st.fast(line)
+    spec = st.strict(line) if fast is not None else None
+    size = os.path.getsize(path)
+    if spec is not None and size - start >= _PARALLEL_BYTES and (cpus := usable_cpus()) > 1:
+        chunks = converted_chunks(
+            str(path), start, number + 1, StrictChunks, spec, workers=cpus, size=_CHUNK
+        )
+    else:
+        converter = StrictChunks(spec) if spec is not None else None
+        chunks = serial_chunks(str(path), start, number + 1, converter, _CHUNK)
+    with open(path, "rb") as fh:
+        for first, offset, length, chunk, terminated, out in chunks:
+            if out is not None and apply(st, out, B):
+                pass
+            else:
+                if chunk is None:
+                    chunk = os.pread(fh.fileno(), length, offset)
+                rows = fast.decode_chunk(chunk) if fast is not None else None
+                if rows is not None:
+                    lines: list[bytes] | None = None
+                    for i in fast.records(rows, B):  # type: ignore[union-attr]
+                        lines = lines or chunk.split(b"\n")
+                        generic(first + i, lines[i], True)
+                else:
+                    lines = chunk.split(b"\n")
+                    last = len(lines) - 1
+                    for j, raw in enumerate(lines):
+                        if not raw.strip():
+                            continue
+                        row = fast.decode_line(raw) if fast is not None else None
+                        if row is None or next(fast.records([row], B), None) is not None:  # type: ignore[union-attr]
+                            generic(first + j, raw, terminated or j < last)
+                        if B.n_problems >= _BATCH:
+                            B.pad()
+                            yield B
+                            B = LineBatch()
+            if B.n_problems >= _BATCH:
+                B.pad()
+                yield B
+                B = LineBatch()
     if B.n_problems:
         B.pad()
         yield B

@@ -85,20 +85,20 @@ def _write_records(tw: TaskWriter, task: ImportedTask) -> _Written:
     jcols: dict[str, list[Any]] = {f: [] for f in JUDGEMENT_FIELDS}
     hashes = out.hashes
     for batch in task.stream:
-        tw.add_encoded_lines(
-            b"".join(batch.prompts), b"".join(batch.rollouts), b"".join(batch.judgements)
-        )
+        tw.add_encoded_lines(batch.prompts, batch.rollouts, batch.judgements)
         out.problems += batch.n_problems
         out.rollouts += batch.n_rollouts
         out.any_reference = out.any_reference or batch.any_reference
         for cols, more in ((pcols, batch.pcols), (jcols, batch.jcols)):
             for f, col in cols.items():
                 col.extend(more[f])
-    ids, chs = pcols["problem_id"], pcols["content_hash"]
-    if None in chs:
-        hashes.update((k, v) for k, v in zip(ids, chs) if v)
-    else:
-        hashes.update(zip(ids, chs))
+        # batch by batch: while worker processes convert the next ones
+        ids, chs = batch.pcols["problem_id"], batch.pcols["content_hash"]
+        if None in chs:
+            hashes.update((k, v) for k, v in zip(ids, chs) if v)
+        else:
+            hashes.update(zip(ids, chs))
+    ids = pcols["problem_id"]
     out.columns = (
         JsonlColumns(pcols, len(ids), validated=True),
         JsonlColumns(jcols, len(jcols["problem_id"]), validated=True),
