@@ -19,7 +19,7 @@ from conftest import assert_run_valid
 from rolleval import import_run
 from rolleval.api import report_run
 from rolleval.errors import DataError
-from rolleval.importers import _lmeval, _parallel
+from rolleval.importers import _lmeval, _lmeval_strict, _parallel
 
 DATA = Path(__file__).parent / "data" / "imports" / "lm-eval"
 STREAMS = ("prompts.jsonl", "rollouts.jsonl", "judgements.jsonl")
@@ -36,24 +36,44 @@ def _lines(monkeypatch) -> None:
 
 def _parallel_on(monkeypatch) -> None:
     """The column path in two worker processes, whatever the file's size and the CPUs."""
-    real = _lmeval.converted_chunks
 
-    def converted_chunks(*args, **kwargs):
-        assert kwargs["workers"] == 2
-        for chunk in real(*args, **kwargs):
-            WORKER_CHUNKS.append(chunk.data is None)  # None: a worker converted it
-            yield chunk
+    class Counted(_parallel.Converted):
+        def __init__(self, *args, **kwargs):
+            assert kwargs["workers"] == 2
+            super().__init__(*args, **kwargs)
 
-    monkeypatch.setattr(_lmeval, "converted_chunks", converted_chunks)
+        def __iter__(self):
+            for chunk in super().__iter__():
+                WORKER_CHUNKS.append(chunk.data is None)  # None: a worker converted it
+                WRITTEN_CHUNKS.append(chunk.written)  # a worker wrote its records
+                yield chunk
+
+    monkeypatch.setattr(_lmeval, "Converted", Counted)
     monkeypatch.setattr(_lmeval, "_PARALLEL_BYTES", 0)
     monkeypatch.setattr(_lmeval, "usable_cpus", lambda: 2)
     monkeypatch.setattr(_parallel, "SEGMENT_BYTES", 8 << 10)
 
 
+def _python_columns(monkeypatch) -> None:
+    """The column path's Python code, even where its C extension is built."""
+    monkeypatch.setattr(_lmeval_strict, "_strict_c", None)
+    monkeypatch.setattr(_lmeval_strict.StrictChunks, "whole", False)
+
+
+def _parallel_python(monkeypatch) -> None:
+    _parallel_on(monkeypatch)
+    _python_columns(monkeypatch)
+
+
+C_BUILT = _lmeval_strict._strict_c is not None
+WRITTEN: dict[str, int] = {}  # per path of the last _import_all: chunks a worker wrote
 WORKER_CHUNKS: list[bool] = []
+WRITTEN_CHUNKS: list[bool] = []
 PATHS = {
     "column": lambda m: None,
+    "column-python": _python_columns,
     "parallel": _parallel_on,
+    "parallel-python": _parallel_python,
     "lines": _lines,
     "generic": _generic,
 }
@@ -80,12 +100,14 @@ def _import_all(
             return real_records(self, rows, *lists)
 
         WORKER_CHUNKS.clear()
+        WRITTEN_CHUNKS.clear()
         with monkeypatch.context() as m:
             m.setattr(_lmeval, "apply", counting_apply)
             m.setattr(_lmeval.FastLines, "records", counting_records)
             PATHS[name](m)
             import_run("lm-eval", source, tmp_path / name)
         runs[name] = (tmp_path / name, sum(column), typed, sum(WORKER_CHUNKS))
+        WRITTEN[name] = sum(WRITTEN_CHUNKS)
     return runs
 
 
@@ -132,9 +154,13 @@ def _assert_same_run(fast: Path, generic: Path) -> None:
 def test_real_lmeval_files_import_the_same_on_every_path(variant, tmp_path, monkeypatch):
     runs = _import_all(DATA / variant, tmp_path, monkeypatch)
     # every line after the first took the column path, in this process or in the workers
-    assert runs["column"][1] == runs["parallel"][1] == 99
-    assert runs["column"][2] == runs["parallel"][2] == []  # and no line the line path
-    assert runs["parallel"][3] > 0 and runs["column"][3] == 0
+    columns = ("column", "column-python", "parallel", "parallel-python")
+    assert {runs[p][1] for p in columns} == {99}
+    assert all(runs[p][2] == [] for p in columns)  # and no line the line path
+    assert runs["parallel"][3] > 0 and runs["parallel-python"][3] > 0
+    assert runs["column"][3] == 0
+    # with the C code, the workers append the records to the files themselves
+    assert (WRITTEN["parallel"] > 0) == C_BUILT and WRITTEN["parallel-python"] == 0
     _, _, typed, _ = runs["lines"]
     fast = runs["parallel"][0]
     assert sum(typed) == 99  # with the column path off, the typed line path took them
@@ -215,15 +241,20 @@ def _write_results(folder: Path) -> None:
     (folder / "results_2026-01-01T00-00-00.000000.json").write_text(json.dumps(results))
 
 
-def _awkward_source(folder: Path, n: int = 400, every: int = 23, extra: bool = True) -> Path:
-    """Samples whose line i is awkward in way ``i % every`` (kinds 1 to 16); ``extra``: every
-    line has a key the importer does not know (so only the line paths read the file)."""
+def _awkward_source(
+    folder: Path, n: int = 400, every: int = 23, extra: bool = True, skip: tuple[int, ...] = ()
+) -> Path:
+    """Samples whose line i is awkward in way ``i % every`` (kinds 1 to 16, but not those in
+    ``skip``); ``extra``: every line has a key the importer does not know (so only the line
+    paths read the file)."""
     folder.mkdir()
     _write_results(folder)
     rows: list[str] = []
     for i in range(n):
         over: dict = {}
         kind = i % every
+        if kind in skip:
+            kind = 0
         if i and kind == 1:
             over = {"surprise": i}  # a key not on the first line
         elif i and kind == 2:
@@ -266,7 +297,7 @@ def _awkward_source(folder: Path, n: int = 400, every: int = 23, extra: bool = T
 def test_awkward_lines_import_the_same_on_every_path(tmp_path, monkeypatch):
     _awkward_source(tmp_path / "src")
     runs = _import_all(tmp_path / "src", tmp_path, monkeypatch)
-    assert runs["column"][1] == runs["parallel"][1] == 0  # a key the column path refuses
+    assert {runs[p][1] for p in PATHS} == {0}  # a key the column path refuses
     assert sum(runs["column"][2]) > 300  # most lines took the typed line path
     _assert_all_same(runs)
     fast = runs["column"][0]
@@ -295,10 +326,23 @@ def test_rare_awkward_lines_among_common_ones_import_the_same_on_every_path(tmp_
     of each kind, every 150 lines) is read by the line paths, in the same order."""
     _awkward_source(tmp_path / "src", n=3000, every=150, extra=False)
     runs = _import_all(tmp_path / "src", tmp_path, monkeypatch)
-    for name in ("column", "parallel"):
+    for name in ("column", "column-python", "parallel", "parallel-python"):
         column, typed = runs[name][1], sum(runs[name][2])
         assert column > 1500 and typed > 150, (name, column, typed)
-    assert runs["parallel"][3] > 10  # chunks converted by the workers
+    assert runs["parallel"][3] > 10 and runs["parallel-python"][3] > 10  # by the workers
+    _assert_all_same(runs)
+
+
+def test_segments_written_by_workers_and_by_this_process_interleave(tmp_path, monkeypatch):
+    """Awkward lines the typed line path reads (a partial score, no answer, no doc, ...)
+    leave the doc_ids increasing, so the workers go on writing the segments they converted
+    whole, between those this process writes. (A line the generic path reads, a string
+    doc_id or a repeated one makes every later id a set lookup, here: then this process
+    writes everything after it.)"""
+    _awkward_source(tmp_path / "src", n=3000, every=150, extra=False, skip=(1, 3, 9, 11))
+    runs = _import_all(tmp_path / "src", tmp_path, monkeypatch)
+    assert (WRITTEN["parallel"] > 10) == C_BUILT
+    assert sum(runs["parallel"][2]) > 100  # and this process read the awkward ones
     assert runs["lines"][1] == runs["generic"][1] == 0
     _assert_all_same(runs)
 
@@ -390,7 +434,7 @@ def test_integer_ids_out_of_order_import_the_same_on_every_path(tmp_path, monkey
     (tmp_path / "src" / _SAMPLES_NAME).write_text("\n".join(rows) + "\n")
     runs = _import_all(tmp_path / "src", tmp_path, monkeypatch)
     assert sum(runs["lines"][2]) == len(ids) - 1
-    assert runs["column"][1] > 300 and runs["parallel"][1] > 300
+    assert all(runs[p][1] > 300 for p in ("column", "column-python", "parallel"))
     _assert_all_same(runs)
     assert orjson.loads((runs["column"][0] / "manifest.json").read_bytes())["import"]["totals"][
         "problems"

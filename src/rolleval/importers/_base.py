@@ -70,6 +70,10 @@ class ImportedTask:
     (large sources): each a :class:`~._batch.LineBatch` (the records' encoded lines, by the
     fast serializer of :mod:`rolleval.records._lines`, and their report columns); the other
     fields are final once the stream is exhausted."""
+    record_files: tuple[Path, Path, Path] | None = None
+    """Set by the writer before it reads ``stream``: the task's prompt, rollout and judgement
+    files, which a stream's worker processes may append to themselves, in file order, when
+    the batches they hand back hold only the report columns (lm-eval's column path)."""
 
 
 @dataclass

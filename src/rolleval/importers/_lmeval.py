@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,7 @@ from ._batch import LineBatch
 from ._io import head_bytes, parse_jsonl_line, read_json_file
 from ._lmeval_fast import FastLines, known_keys_line_type
 from ._lmeval_strict import StrictChunks, StrictSpec, apply, strict_spec
-from ._parallel import converted_chunks, serial_chunks, usable_cpus
+from ._parallel import Chunk, Converted, serial_chunks, usable_cpus
 
 __all__ = ["LmEvalReader"]
 
@@ -496,16 +496,34 @@ def _stream(
     fast = st.fast(line)
     spec = st.strict(line) if fast is not None else None
     size = os.path.getsize(path)
+    parallel: Converted | None = None
+    chunks: Iterable[Chunk]
     if spec is not None and size - start >= _PARALLEL_BYTES and (cpus := usable_cpus()) > 1:
-        chunks = converted_chunks(
-            str(path), start, number + 1, StrictChunks, spec, workers=cpus, size=_CHUNK
+        if B.n_problems:  # the first line's records go to the files before any worker's
+            B.pad()
+            yield B
+            B = LineBatch()
+        parallel = Converted(
+            str(path),
+            start,
+            number + 1,
+            StrictChunks,
+            spec,
+            workers=cpus,
+            size=_CHUNK,
+            sink=task.record_files,
         )
+        parallel.release(-1, st.last_int)
+        chunks = parallel
     else:
         converter = StrictChunks(spec) if spec is not None else None
         chunks = serial_chunks(str(path), start, number + 1, converter, _CHUNK)
     with open(path, "rb") as fh:
-        for first, offset, length, chunk, terminated, out in chunks:
-            if out is not None and apply(st, out, B):
+        for first, offset, length, chunk, terminated, out, segment, last, written in chunks:
+            if written:  # a worker put its records in the files: only the columns are here
+                if not apply(st, out, B):
+                    raise RuntimeError(f"{path}: records written out of order (a bug)")
+            elif out is not None and apply(st, out, B):
                 pass
             else:
                 if chunk is None:
@@ -518,18 +536,25 @@ def _stream(
                         generic(first + i, lines[i], True)
                 else:
                     lines = chunk.split(b"\n")
-                    last = len(lines) - 1
+                    end = len(lines) - 1
                     for j, raw in enumerate(lines):
                         if not raw.strip():
                             continue
                         row = fast.decode_line(raw) if fast is not None else None
                         if row is None or next(fast.records([row], B), None) is not None:  # type: ignore[union-attr]
-                            generic(first + j, raw, terminated or j < last)
+                            generic(first + j, raw, terminated or j < end)
                         if B.n_problems >= _BATCH:
                             B.pad()
                             yield B
                             B = LineBatch()
-            if B.n_problems >= _BATCH:
+            if parallel is not None and last and not written:
+                # this segment's records were this process's to write: into the files (the
+                # writer writes a batch before asking for the next), then the turn moves on
+                B.pad()
+                yield B
+                B = LineBatch()
+                parallel.release(segment, st.last_int)
+            elif B.n_problems >= _BATCH:
                 B.pad()
                 yield B
                 B = LineBatch()

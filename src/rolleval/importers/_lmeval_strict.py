@@ -111,9 +111,9 @@ class StrictOut(NamedTuple):
         """The records of a :data:`Packed` chunk, as lists the reader appends."""
         p, r, j, ids, hashes, ok, first, last, left, most = packed
         return cls(
-            [p],
-            [r],
-            [j],
+            [p] if p else [],
+            [r] if r else [],
+            [j] if j else [],
             ids.split("\n"),
             hashes.split("\n"),
             list(map(_BOOL.__getitem__, ok)),
@@ -182,6 +182,16 @@ class StrictChunks:
 
     pack = staticmethod(pack)
     unpack = staticmethod(StrictOut.unpack)
+
+    @staticmethod
+    def span(packed: Packed) -> tuple[int, int]:
+        """The first and last doc_id of a chunk's records."""
+        return packed[6], packed[7]
+
+    @staticmethod
+    def split(packed: Packed) -> tuple[tuple[bytes, bytes, bytes], Packed]:
+        """The three streams' lines, and the rest (the report's columns) without them."""
+        return packed[:3], (b"", b"", b"", *packed[3:])  # type: ignore[return-value]
     whole = _strict_c is not None
     """Whether a chunk of a megabyte converts as well as many small ones (the C code streams
     through it; msgspec's objects would fall out of the CPU's cache)."""

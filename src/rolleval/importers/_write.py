@@ -81,6 +81,8 @@ def _write_records(tw: TaskWriter, task: ImportedTask) -> _Written:
         out.rollouts = len(task.rollouts)
         return out
 
+    files = tw.files
+    task.record_files = (files.prompts, files.rollouts, files.judgements)
     pcols: dict[str, list[Any]] = {f: [] for f in _PROMPT_COLUMNS}
     jcols: dict[str, list[Any]] = {f: [] for f in JUDGEMENT_FIELDS}
     hashes = out.hashes
