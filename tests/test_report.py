@@ -266,6 +266,44 @@ def test_table_errors_name_file_and_line():
         )
 
 
+@pytest.mark.parametrize("constant", [True, False])
+def test_table_shortcuts_give_the_general_tables(constant):
+    """One judgement per prompt in the same order (positions from the sort order, rows from
+    the inverse permutation) and columns of one value (arrays without converting each
+    entry) give exactly the table the general path builds from the same records shuffled."""
+    import random
+
+    rng = random.Random(5)
+    pids = [str(i) for i in range(300)]  # not in string order: "10" < "2"
+    judgements = []
+    for k, pid in enumerate(pids):
+        j = {"problem_id": pid, "index": 0, "status": "ok", "correct": rng.random() < 0.5}
+        if constant:
+            j.update(extracted="x", cluster=0)
+        else:
+            j.update(
+                extracted=None if k % 7 == 0 else "x",
+                cluster=None if k % 7 == 0 else k % 3,
+                finish_reason="length" if k % 5 == 0 else "stop",
+                output_tokens=k,
+                grader_error="boom" if k % 11 == 0 else None,
+                status="ok" if k % 13 else "infra_error",
+            )
+            if j["grader_error"] is not None or j["status"] != "ok":
+                j.pop("correct")
+        judgements.append(j)
+    fast = build_task_table(_prompts(*pids), judgements, requested=None)
+    shuffled = judgements[:]
+    rng.shuffle(shuffled)
+    general = build_task_table(_prompts(*pids), shuffled, requested=None)
+    for name in fast.__dataclass_fields__:
+        a, b = getattr(fast, name), getattr(general, name)
+        if isinstance(a, np.ndarray):
+            np.testing.assert_array_equal(a, b, err_msg=name)
+        else:
+            assert a == b, name
+
+
 def test_table_problem_ids_checked_on_every_path():
     """Distinct string ids take a shortcut; any other shape the per-record check, which
     names the line (from the columns' own line numbers where they have them)."""

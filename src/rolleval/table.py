@@ -88,6 +88,16 @@ def _mask(values: Any, n: int) -> np.ndarray:
     return np.fromiter(values, dtype=bool, count=n)
 
 
+def _present(column: list[Any], n: int) -> np.ndarray:
+    """Where ``column`` is not None (all or nothing found in C, by ``list.count``)."""
+    absent = column.count(None) if n else 0
+    if absent == 0:
+        return np.ones(n, bool)
+    if absent == n:
+        return np.zeros(n, bool)
+    return _mask(map(operator.is_not, column, repeat(None)), n)
+
+
 def _bad(path: Any, line: int, message: str) -> DataError:
     return DataError(message, path=path, line=line)
 
@@ -256,6 +266,7 @@ def build_task_table(
     T = len(problem_ids)
 
     # --- judgement columns: validate types (unless the decoder did), then convert ---
+    pos_is_permutation = False
     if not judgements.validated:
         for name, kinds, optional in _COLUMN_TYPES:
             if name in C:
@@ -265,12 +276,13 @@ def build_task_table(
         # rank of the prompt record
         pos = np.empty(nJ, np.int64)
         pos[np.asarray(order, dtype=np.int64)] = np.arange(nJ, dtype=np.int64)
+        pos_is_permutation = True
     elif nJ:
         pos_of = dict(zip(problem_ids, range(T)))
         pos = np.fromiter(map(pos_of.get, C["problem_id"], repeat(-1)), dtype=np.int64, count=nJ)
     else:
         pos = np.zeros(0, np.int64)
-    if nJ and pos.min() < 0:
+    if nJ and not pos_is_permutation and pos.min() < 0:
         i = int(np.argmin(pos))
         raise _bad(
             judgements_path,
@@ -278,15 +290,23 @@ def build_task_table(
             f"judgement for problem {C['problem_id'][i]!r}, which has no prompt record in {prompts_path}; "
             "the files do not belong together (regrade the run)",
         )
-    idx = np.array(C["index"], dtype=np.int64) if nJ else np.zeros(0, np.int64)
+    # a column holding one value throughout (an import's rollout index 0, status "ok", no
+    # token counts, ...) becomes an array without converting each entry: list.count runs in C
+    if nJ and C["index"].count(0) == nJ:
+        idx = np.zeros(nJ, np.int64)
+    else:
+        idx = np.array(C["index"], dtype=np.int64) if nJ else np.zeros(0, np.int64)
     if nJ and idx.min() < 0:
         i = int(np.argmin(idx))
         raise _bad(judgements_path, line_of(i), f"'index' must be >= 0, got {int(idx[i])}")
-    status = (
-        np.fromiter(map(STATUS_CODES.get, C["status"], repeat(-1)), dtype=np.int8, count=nJ)
-        if nJ
-        else np.zeros(0, np.int8)
-    )
+    if nJ and C["status"].count("ok") == nJ:
+        status = np.full(nJ, STATUS_CODES["ok"], np.int8)
+    else:
+        status = (
+            np.fromiter(map(STATUS_CODES.get, C["status"], repeat(-1)), dtype=np.int8, count=nJ)
+            if nJ
+            else np.zeros(0, np.int8)
+        )
     if nJ and status.min() < 0:
         i = int(np.argmin(status))
         raise _bad(
@@ -308,20 +328,35 @@ def build_task_table(
     n_unexpected = int((~keep).sum())
     width = int(idx.max()) + 1 if nJ else 1
     kept_rows = np.flatnonzero(keep)
-    _, first = np.unique((pos * width + idx)[kept_rows], return_index=True)
-    n_dup = len(kept_rows) - len(first)
-    rows = kept_rows[first]
+    if pos_is_permutation and width == 1 and n_unexpected == 0:
+        # one rollout per problem, each once: canonical order is the inverse permutation
+        rows = np.empty(nJ, np.int64)
+        rows[pos] = np.arange(nJ, dtype=np.int64)
+        n_dup = 0
+    else:
+        _, first = np.unique((pos * width + idx)[kept_rows], return_index=True)
+        n_dup = len(kept_rows) - len(first)
+        rows = kept_rows[first]
 
     # C-level conversions (map over operator functions; None becomes NaN in float arrays)
     correct_all = _mask(map(operator.is_, C["correct"], repeat(True)), nJ)
-    has_verdict = _mask(map(operator.is_not, C["correct"], repeat(None)), nJ)
-    grader_error_all = _mask(map(operator.is_not, C["grader_error"], repeat(None)), nJ)
-    extracted_all = _mask(map(operator.is_not, C["extracted"], repeat(None)), nJ)
-    truncated_all = _mask(map(operator.eq, C["finish_reason"], repeat("length")), nJ)
-    cluster_all = np.nan_to_num(
-        np.array(C["cluster"], dtype=np.float64).reshape(nJ), nan=-1
-    ).astype(np.int64)
-    tokens_all = np.array(C["output_tokens"], dtype=np.float64).reshape(nJ)
+    has_verdict = _present(C["correct"], nJ)
+    grader_error_all = _present(C["grader_error"], nJ)
+    extracted_all = _present(C["extracted"], nJ)
+    if nJ and C["finish_reason"].count(None) == nJ:
+        truncated_all = np.zeros(nJ, bool)
+    else:
+        truncated_all = _mask(map(operator.eq, C["finish_reason"], repeat("length")), nJ)
+    if nJ and C["cluster"].count(0) == nJ:
+        cluster_all = np.zeros(nJ, np.int64)
+    else:
+        cluster_all = np.nan_to_num(
+            np.array(C["cluster"], dtype=np.float64).reshape(nJ), nan=-1
+        ).astype(np.int64)
+    if nJ and C["output_tokens"].count(None) == nJ:
+        tokens_all = np.full(nJ, np.nan)
+    else:
+        tokens_all = np.array(C["output_tokens"], dtype=np.float64).reshape(nJ)
 
     st = status[rows]
     grader_error = grader_error_all[rows]
