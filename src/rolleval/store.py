@@ -86,26 +86,29 @@ class TornLineWarning(UserWarning):
     """A JSONL file ends with an incomplete line (a write was interrupted)."""
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically (write a temporary file, fsync, rename)."""
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes | list[bytes]) -> None:
+    """Replace ``path`` with ``data`` (bytes, or pieces written one after the other)
+    atomically (write a temporary file, fsync, rename)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
     with open(tmp, "wb") as fh:
-        fh.write(data)
+        if isinstance(data, list):
+            fh.writelines(data)
+        else:
+            fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
     os.replace(tmp, path)
 
 
+JSON_FILE_OPTIONS = orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE
+"""How the run directory's JSON files are written: indented, key-sorted, a final newline."""
+
+
 def atomic_write_json(path: str | os.PathLike[str], value: Any) -> None:
     """Atomically write ``value`` as indented, key-sorted JSON with a trailing newline."""
-    atomic_write_bytes(  # the newline by orjson: no copy of a large file's bytes
-        path,
-        orjson.dumps(
-            value,
-            option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS | orjson.OPT_APPEND_NEWLINE,
-        ),
-    )
+    # the newline by orjson: no copy of a large file's bytes
+    atomic_write_bytes(path, orjson.dumps(value, option=JSON_FILE_OPTIONS))
 
 
 def read_json(path: str | os.PathLike[str], *, what: str = "file") -> Any:
@@ -264,6 +267,9 @@ class JsonlColumns:
     torn_line: int | None = None
     torn_bytes: int = 0
     validated: bool = False
+    order: list[int] | None = None
+    """Optional: record positions sorted by ``problem_id`` (a writer that sorted them for
+    another purpose saves the table a second sort of a million ids)."""
 
     def line_of(self, i: int) -> int:
         return i + 1 if self.lines is None else self.lines[i]

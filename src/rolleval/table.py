@@ -234,11 +234,12 @@ def build_task_table(
     # the common case, without a dict: every id a distinct non-empty string (sorted, no two
     # neighbours equal), often already in order (then not sorted again)
     order: list[int] | range | None = None  # prompt positions in canonical order
+    given = prompts.order if isinstance(prompts, JsonlColumns) and p_validated else None
     if p_validated or all(type(pid) is str for pid in p_ids):
-        if all(map(operator.lt, p_ids, islice(p_ids, 1, None))):
+        if given is None and all(map(operator.lt, p_ids, islice(p_ids, 1, None))):
             order, problem_ids = range(nP), list(p_ids)
         else:
-            order = sorted(range(nP), key=p_ids.__getitem__)
+            order = given if given is not None else sorted(range(nP), key=p_ids.__getitem__)
             problem_ids = list(map(p_ids.__getitem__, order))
             if any(map(operator.eq, problem_ids, islice(problem_ids, 1, None))):
                 order = None

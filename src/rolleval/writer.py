@@ -135,15 +135,23 @@ class TaskWriter:
         return self._run.run.task(self.name)
 
     def write_settings(
-        self, settings: TaskSettings, *, dumped: dict[str, Any] | None = None
+        self,
+        settings: TaskSettings,
+        *,
+        dumped: dict[str, Any] | None = None,
+        data: bytes | list[bytes] | None = None,
     ) -> None:
         """Replace ``task.json`` atomically. ``dumped``: the caller's own
         ``settings.model_dump(mode="json", exclude_none=True)`` (a task of a million problems
-        dumps its problem hashes once, for this file and its report)."""
+        dumps its problem hashes once, for this file and its report); ``data``: the file's
+        bytes (or pieces of them), as ``atomic_write_json`` would write ``dumped`` (an importer builds the
+        problem hashes' part of a large task from its columns)."""
         _check(settings, TaskSettings)
         if settings.name != self.name:
             raise ValueError(f"settings name {settings.name!r} is not task {self.name!r}")
-        if dumped is None:
+        if data is not None:
+            atomic_write_bytes(self.files.task_json, data)
+        elif dumped is None:
             write_model(self.files.task_json, settings)
         else:
             atomic_write_json(self.files.task_json, dumped)

@@ -192,6 +192,7 @@ class StrictChunks:
     def split(packed: Packed) -> tuple[tuple[bytes, bytes, bytes], Packed]:
         """The three streams' lines, and the rest (the report's columns) without them."""
         return packed[:3], (b"", b"", b"", *packed[3:])  # type: ignore[return-value]
+
     whole = _strict_c is not None
     """Whether a chunk of a megabyte converts as well as many small ones (the C code streams
     through it; msgspec's objects would fall out of the CPU's cache)."""

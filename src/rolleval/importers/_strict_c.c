@@ -674,6 +674,7 @@ static int parse_line(const char *p, const char *end, Line *L, const Spec *S) {
                     PyErr_Clear();
                     return -1;
                 }
+                if (Py_IS_INFINITY(L->value)) return -1; /* out of range: the decoders refuse */
             }
         } else if (is_other_metric(key, klen, S)) {
             bit = 0; /* kept by neither path: validated, skipped (a repeat is not caught) */
@@ -886,7 +887,79 @@ static PyObject *convert_chunk(PyObject *Py_UNUSED(self), PyObject *args) {
     return result;
 }
 
+/* The members of a JSON object of string keys and values (None values left out), in the
+ * given order, as orjson's OPT_INDENT_2 writes an object nested one level deep:
+ * "{\n    \"k\": \"v\",\n ...\n  }", or "{}" when empty. */
+static PyObject *indented_map(PyObject *Py_UNUSED(self), PyObject *args) {
+    PyObject *keys, *values, *order;
+    if (!PyArg_ParseTuple(args, "O!O!O!", &PyList_Type, &keys, &PyList_Type, &values,
+                          &PyList_Type, &order))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(order);
+    /* pass 1: check, and the exact size (a member: 4 + 1 + key + 2 + value, escaped) */
+    Py_ssize_t size = 2, written = 0;
+    Buf scratch = {0};
+    for (int pass = 0; pass < 2; pass++) {
+        PyObject *out = NULL;
+        char *o = NULL;
+        if (pass == 1) {
+            size = written ? size + 3 : 2; /* "\n  }" closes a non-empty object */
+            out = PyBytes_FromStringAndSize(NULL, size);
+            if (out == NULL) goto err;
+            o = PyBytes_AS_STRING(out);
+            *o++ = '{';
+        }
+        Py_ssize_t k_written = 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_ssize_t k = PyLong_AsSsize_t(PyList_GET_ITEM(order, i));
+            if (k == -1 && PyErr_Occurred()) goto err_out;
+            if (k < 0 || k >= PyList_GET_SIZE(keys) || k >= PyList_GET_SIZE(values)) {
+                PyErr_SetString(PyExc_IndexError, "order holds a position outside the columns");
+                goto err_out;
+            }
+            PyObject *v = PyList_GET_ITEM(values, k);
+            if (v == Py_None) continue;
+            Py_ssize_t nk, nv;
+            const char *ks = PyUnicode_AsUTF8AndSize(PyList_GET_ITEM(keys, k), &nk);
+            if (ks == NULL) goto err_out;
+            const char *vs = PyUnicode_AsUTF8AndSize(v, &nv);
+            if (vs == NULL) goto err_out;
+            scratch.n = 0;
+            if ((k_written && ADD_LIT(&scratch, ",")) || ADD_LIT(&scratch, "\n    ") ||
+                buf_add_json_str(&scratch, ks, nk) || ADD_LIT(&scratch, ": ") ||
+                buf_add_json_str(&scratch, vs, nv))
+                goto err_out;
+            k_written++;
+            if (pass == 0) {
+                size += scratch.n;
+            } else {
+                memcpy(o, scratch.p, (size_t)scratch.n);
+                o += scratch.n;
+            }
+        }
+        if (pass == 0) {
+            written = k_written;
+            continue;
+        }
+        if (written) {
+            memcpy(o, "\n  }", 4);
+        } else {
+            *o = '}';
+        }
+        PyMem_Free(scratch.p);
+        return out;
+    err_out:
+        Py_XDECREF(out);
+        goto err;
+    }
+err:
+    PyMem_Free(scratch.p);
+    return NULL;
+}
+
 static PyMethodDef methods[] = {
+    {"indented_map", indented_map, METH_VARARGS,
+     "indented_map(keys, values, order) -> an object's JSON, as orjson indents it one level deep"},
     {"convert_chunk", convert_chunk, METH_VARARGS,
      "convert_chunk(chunk, filter, primary_metric, metrics, take_first, grader) -> packed "
      "records of every line, or None"},

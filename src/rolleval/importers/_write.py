@@ -18,6 +18,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from .._version import __version__
 from ..errors import UsageError
 from ..records import (
@@ -26,10 +28,15 @@ from ..records import (
     TaskSettings,
 )
 from ..report import InferenceSettings, task_report_of_columns
-from ..store import JsonlColumns, validate_model
+from ..store import JSON_FILE_OPTIONS, JsonlColumns, validate_model
 from ..table import JUDGEMENT_FIELDS, PromptRow
 from ..writer import RunWriter, TaskWriter
 from ._base import ImportedRun, ImportedTask, with_clusters
+
+try:
+    from . import _strict_c  # type: ignore[attr-defined]
+except ImportError:  # built without a C compiler
+    _strict_c = None
 
 __all__ = ["write_imported_run"]
 
@@ -54,6 +61,10 @@ class _Written:
     hashes: dict[str, str] = field(default_factory=dict)
     any_reference: bool = False
     columns: tuple[JsonlColumns, JsonlColumns] | None = None
+    hash_columns: tuple[list[str], list[str | None], list[int]] | None = None
+    """(Streamed tasks) problem ids, content hashes and the positions sorted by id, instead
+    of ``hashes``: task.json's map is written from them (:func:`_task_json`), without a
+    dict of a million entries."""
 
 
 _PROMPT_COLUMNS = list(PromptRow.__struct_fields__)
@@ -85,7 +96,6 @@ def _write_records(tw: TaskWriter, task: ImportedTask) -> _Written:
     task.record_files = (files.prompts, files.rollouts, files.judgements)
     pcols: dict[str, list[Any]] = {f: [] for f in _PROMPT_COLUMNS}
     jcols: dict[str, list[Any]] = {f: [] for f in JUDGEMENT_FIELDS}
-    hashes = out.hashes
     for batch in task.stream:
         tw.add_encoded_lines(batch.prompts, batch.rollouts, batch.judgements)
         out.problems += batch.n_problems
@@ -94,18 +104,39 @@ def _write_records(tw: TaskWriter, task: ImportedTask) -> _Written:
         for cols, more in ((pcols, batch.pcols), (jcols, batch.jcols)):
             for f, col in cols.items():
                 col.extend(more[f])
-        # batch by batch: while worker processes convert the next ones
-        ids, chs = batch.pcols["problem_id"], batch.pcols["content_hash"]
-        if None in chs:
-            hashes.update((k, v) for k, v in zip(ids, chs) if v)
-        else:
-            hashes.update(zip(ids, chs))
     ids = pcols["problem_id"]
+    # sorted once, for task.json's map and for the report's table
+    order = sorted(range(len(ids)), key=ids.__getitem__)
+    out.hash_columns = (ids, pcols["content_hash"], order)
     out.columns = (
-        JsonlColumns(pcols, len(ids), validated=True),
+        JsonlColumns(pcols, len(ids), validated=True, order=order),
         JsonlColumns(jcols, len(jcols["problem_id"]), validated=True),
     )
     return out
+
+
+_MEMBER = b'\n  "problem_hashes": '
+
+
+def _task_json(
+    dumped: dict[str, Any], ids: list[str], hashes: list[str | None], order: list[int]
+) -> list[bytes]:
+    """The bytes :func:`~rolleval.store.atomic_write_json` writes for ``dumped`` with
+    ``problem_hashes`` = ``{id: hash}`` over the two columns (ids distinct; None hashes left
+    out), built without that dict: at a million problems, building it and having orjson sort
+    it took a second. The members are sorted as orjson sorts keys (by code point, which is
+    Python's string order: ``order``, the positions sorted by id) and written by the C
+    extension where it is built. Returned as pieces of the file, not copied into one."""
+    text = orjson.dumps({**dumped, "problem_hashes": {}}, option=JSON_FILE_OPTIONS)
+    placeholder = _MEMBER + b"{}"
+    assert text.count(placeholder) == 1  # a top-level key: its indentation is unique
+    if _strict_c is not None:
+        body = _strict_c.indented_map(ids, hashes, order)
+    else:
+        members = {ids[i]: hashes[i] for i in order if hashes[i] is not None}
+        body = orjson.dumps(members, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n  ")
+    head, tail = text.split(placeholder)
+    return [head, _MEMBER, body, tail]
 
 
 @contextlib.contextmanager
@@ -198,9 +229,13 @@ def write_imported_run(
             # the problem hashes (one per problem, str -> str, built here from validated
             # records) are set after validation and dumped once, for task.json and the report
             dumped = settings.model_dump(mode="json", exclude_none=True)
-            dumped["problem_hashes"] = written.hashes
-            settings = settings.model_copy(update={"problem_hashes": written.hashes})
-            tw.write_settings(settings, dumped=dumped)
+            if written.hash_columns is not None:
+                dumped["problem_hashes"] = {}  # the report does not read them
+                tw.write_settings(settings, data=_task_json(dumped, *written.hash_columns))
+            else:
+                dumped["problem_hashes"] = written.hashes
+                settings = settings.model_copy(update={"problem_hashes": written.hashes})
+                tw.write_settings(settings, dumped=dumped)
             if regrade is None and written.columns is not None:
                 # as read back from task.json: the keys the file holds (None left out)
                 task_reports[task.name] = task_report_of_columns(
