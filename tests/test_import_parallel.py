@@ -10,6 +10,7 @@ tests/test_importers_fast.py.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import threading
@@ -19,7 +20,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rolleval.importers import _parallel
+from rolleval import import_run
+from rolleval.errors import RunError
+from rolleval.importers import _lmeval, _lmeval_strict, _parallel
 
 
 def _lines_of(chunks) -> list[tuple[int, bytes]]:
@@ -176,3 +179,87 @@ def test_an_empty_or_tiny_rest_gives_the_same_chunks_serially_and_in_workers(siz
         (c.number, c.offset, c.length, c.terminated, c.out) for c in workers
     ]
     assert serial[-1].terminated is False
+
+
+def _samples(folder: Path, n: int) -> None:
+    """An lm-eval output folder: one results file, one samples file of the common shape."""
+    folder.mkdir()
+    (folder / "results_2026-01-01T00-00-00.000000.json").write_text(
+        json.dumps({"configs": {"t": {"repeats": 1}}, "versions": {"t": 1}})
+    )
+    rows = []
+    for i in range(n):
+        content = f"Q: what colour is thing {i}?\nA:"
+        rows.append(
+            json.dumps(
+                {
+                    "doc_id": i,
+                    "doc": {"id": i},
+                    "target": "red",
+                    "arguments": {
+                        "gen_args_0": {
+                            "arg_0": [json.dumps([{"role": "user", "content": content}])]
+                        }
+                    },
+                    "resps": [["red"]],
+                    "filtered_resps": ["red"],
+                    "filter": "none",
+                    "metrics": ["exact_match"],
+                    "doc_hash": "0" * 64,
+                    "prompt_hash": "1" * 64,
+                    "target_hash": "2" * 64,
+                    "exact_match": float(i % 2),
+                }
+            )
+        )
+    (folder / "samples_t_2026-01-01T00-00-00.000000.jsonl").write_text("\n".join(rows) + "\n")
+
+
+def _many_workers(monkeypatch) -> None:
+    monkeypatch.setattr(_lmeval, "_PARALLEL_BYTES", 0)
+    monkeypatch.setattr(_lmeval, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(_parallel, "SEGMENT_BYTES", 8 << 10)
+
+
+@pytest.mark.skipif(_lmeval_strict._strict_c is None, reason="workers write only with C")
+def test_a_worker_that_dies_after_writing_stops_the_import_and_leaves_nothing(
+    tmp_path, monkeypatch
+):
+    _samples(tmp_path / "src", 2000)
+    _many_workers(monkeypatch)
+    real = _parallel._append_if_turn
+
+    def append_then_die(index, out):
+        columns = real(index, out)
+        if columns is not None and index == 5:
+            os._exit(9)  # killed right after its segment went into the files
+        return columns
+
+    monkeypatch.setattr(_parallel, "_append_if_turn", append_then_die)
+    with pytest.raises(RunError, match="a worker process of the import died after writing"):
+        import_run("lm-eval", tmp_path / "src", tmp_path / "out")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
+
+
+@pytest.mark.skipif(_lmeval_strict._strict_c is None, reason="workers write only with C")
+def test_workers_writing_the_files_give_the_records_of_one_process(tmp_path, monkeypatch):
+    _samples(tmp_path / "src", 3000)
+    import_run("lm-eval", tmp_path / "src", tmp_path / "one")  # small: one process
+    _many_workers(monkeypatch)
+    real = _parallel._append_if_turn
+    (tmp_path / "marks").mkdir()
+
+    def counting(index, out):
+        columns = real(index, out)
+        if columns is not None:  # in the worker's own process: a file says it wrote
+            (tmp_path / "marks" / str(index)).touch()
+        return columns
+
+    monkeypatch.setattr(_parallel, "_append_if_turn", counting)
+    import_run("lm-eval", tmp_path / "src", tmp_path / "workers")
+    written = sorted(int(p.name) for p in (tmp_path / "marks").iterdir())
+    assert len(written) > 10  # most segments went into the files from the workers
+    for name in ("prompts.jsonl", "rollouts.jsonl", "judgements.jsonl", "task.json", "report.json"):
+        a = (tmp_path / "one" / "tasks" / "t" / name).read_bytes()
+        b = (tmp_path / "workers" / "tasks" / "t" / name).read_bytes()
+        assert a == b, name

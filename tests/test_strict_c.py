@@ -236,3 +236,31 @@ def test_c_refuses_what_the_decoders_would_read_otherwise():
     # a chunk of two lines whose ids do not increase: the line path checks them
     two = (json.dumps(_line(2, **base)) + "\n" + json.dumps(_line(2, **base))).encode()
     assert _lmeval_strict.StrictChunks(SPEC).convert(two) is None
+
+
+@pytest.mark.skipif(COMPILER is None, reason="no C compiler")
+def test_the_extensions_own_sha256_where_openssl_is_missing(tmp_path):
+    """setup.py builds with libcrypto's SHA-256 where OpenSSL's headers are, else with the
+    extension's own FIPS 180-4 code: build that variant here and check it too."""
+    import importlib.util
+    import subprocess
+    import sysconfig
+    from pathlib import Path
+
+    source = Path(_lmeval_strict.__file__).with_name("_strict_c.c")
+    target = tmp_path / ("_strict_c" + sysconfig.get_config_var("EXT_SUFFIX"))
+    include = sysconfig.get_paths()["include"]
+    subprocess.run(
+        [COMPILER, "-O2", "-shared", "-fPIC", f"-I{include}", str(source), "-o", str(target)],
+        check=True,
+        capture_output=True,
+    )
+    spec = importlib.util.spec_from_file_location("_strict_c", target)
+    own = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(own)
+    for n in (0, 1, 55, 56, 63, 64, 65, 119, 1000, 100_000):
+        data = bytes(range(256)) * (n // 256) + bytes(range(n % 256))
+        assert own.sha256_hex(data) == hashlib.sha256(data).hexdigest(), n
+    chunk = _chunk([("q\u00e9", "red", ["red", "x"], " red ", 1.0, {"a": [1]}, False)] * 3)
+    spec_args = _lmeval_strict.StrictChunks(SPEC)._c_spec
+    assert own.convert_chunk(chunk, *spec_args) == _python(chunk) is not None

@@ -30,12 +30,8 @@ import msgspec
 
 from ..records._lines import MessageLine
 from ._batch import LineBatch
+from ._c import strict_c as _strict_c
 from ._io import newlines
-
-try:
-    from . import _strict_c  # type: ignore[attr-defined]
-except ImportError:  # built without a C compiler: the Python column path
-    _strict_c = None
 
 __all__ = ["Packed", "StrictChunks", "StrictOut", "StrictSpec", "apply", "pack", "strict_spec"]
 
@@ -191,7 +187,7 @@ class StrictChunks:
     @staticmethod
     def split(packed: Packed) -> tuple[tuple[bytes, bytes, bytes], Packed]:
         """The three streams' lines, and the rest (the report's columns) without them."""
-        return packed[:3], (b"", b"", b"", *packed[3:])  # type: ignore[return-value]
+        return packed[:3], (b"", b"", b"", *packed[3:])
 
     whole = _strict_c is not None
     """Whether a chunk of a megabyte converts as well as many small ones (the C code streams

@@ -37,6 +37,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import Any, NamedTuple
 
+from ..errors import RunError
 from ._io import newlines
 
 __all__ = ["Chunk", "Converted", "converted_chunks", "serial_chunks", "usable_cpus"]
@@ -141,6 +142,8 @@ class _Gate:
 
 def _init(make: Callable[[Any], Any], spec: Any, gate: Any = None, sink: Any = None) -> None:
     global _converter, _gate, _fds
+    if getattr(sys.stdin, "name", None) == os.devnull:  # multiprocessing's; never read
+        sys.stdin.close()  # (a spawned worker would warn of it, unclosed, at its exit)
     _converter = make(spec)
     _gate = gate
     _fds = [os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644) for p in sink or ()]
@@ -349,7 +352,7 @@ class Converted:
                     pieces = future.result()
                 except BrokenProcessPool:
                     if gate is not None and gate.turn.value != index:
-                        raise RuntimeError(
+                        raise RunError(
                             f"{path}: a worker process of the import died after writing "
                             "records (killed by the system?); the import stopped and left "
                             "nothing behind: run it again"

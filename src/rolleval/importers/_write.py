@@ -32,11 +32,7 @@ from ..store import JSON_FILE_OPTIONS, JsonlColumns, validate_model
 from ..table import JUDGEMENT_FIELDS, PromptRow
 from ..writer import RunWriter, TaskWriter
 from ._base import ImportedRun, ImportedTask, with_clusters
-
-try:
-    from . import _strict_c  # type: ignore[attr-defined]
-except ImportError:  # built without a C compiler
-    _strict_c = None
+from ._c import strict_c as _strict_c
 
 __all__ = ["write_imported_run"]
 
