@@ -110,7 +110,7 @@ def _source(tmp_path: Path, n: int = 3000, kill_at: int | None = None) -> tuple[
 
 
 def _run(path: Path, start: int, *, spec=None) -> list:
-    return list(_parallel.converted_chunks(str(path), start, 2, _Upper, spec, workers=2, size=256))
+    return list(_parallel.Converted(str(path), start, 2, _Upper, spec, workers=2, size=256))
 
 
 def _check(chunks, path: Path, start: int) -> None:

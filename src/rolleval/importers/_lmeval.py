@@ -11,6 +11,7 @@ repeats were left out; with ``--regrade`` every repeat becomes a rollout judged 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -34,26 +35,14 @@ from ._base import (
 from ._batch import LineBatch
 from ._io import head_bytes, parse_jsonl_line, read_json_file
 from ._lmeval_fast import FastLines, known_keys_line_type
-from ._lmeval_strict import StrictChunks, StrictSpec, apply, strict_spec
+from ._lmeval_strict import LINE_KEYS, StrictChunks, StrictSpec, apply, strict_spec
 from ._parallel import Chunk, Converted, serial_chunks, usable_cpus
 
 __all__ = ["LmEvalReader"]
 
 _SAMPLES = re.compile(r"^samples_(?P<task>.+)_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.jsonl$")
 _RESULTS = re.compile(r"^results_(?P<date>\d{4}-\d{2}-\d{2}T[0-9.\-]+)\.json$")
-_KNOWN_LINE = {
-    "doc_id",
-    "doc",
-    "target",
-    "arguments",
-    "resps",
-    "filtered_resps",
-    "filter",
-    "metrics",
-    "doc_hash",
-    "prompt_hash",
-    "target_hash",
-}
+_KNOWN_LINE = set(LINE_KEYS)
 
 
 def _files(path: Path) -> tuple[list[Path], list[Path]]:
@@ -518,8 +507,8 @@ def _stream(
     else:
         converter = StrictChunks(spec) if spec is not None else None
         chunks = serial_chunks(str(path), start, number + 1, converter, _CHUNK)
-    with open(path, "rb") as fh:
-        for first, offset, length, chunk, terminated, out, segment, last, written in chunks:
+    with open(path, "rb") as fh, contextlib.closing(iter(chunks)) as stream:  # type: ignore[type-var]
+        for first, offset, length, chunk, terminated, out, segment, last, written in stream:
             if written:  # a worker put its records in the files: only the columns are here
                 if not apply(st, out, B):
                     raise RuntimeError(f"{path}: records written out of order (a bug)")

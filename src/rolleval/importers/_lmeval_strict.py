@@ -3,15 +3,19 @@
 Most samples files repeat one shape on every line: an integer ``doc_id`` that keeps
 increasing, one chat request logged as JSON, a string ``target``, the source's three hashes
 and ``doc``, one repeat list, a string ``filtered_resps`` and a 0/1 score. A chunk of such
-lines is decoded by a strict typed decoder (every key of the file's first line required,
-every other key refused, every value of the one type this path handles) and its records are
-built a column at a time (``map`` over the chunk's rows, one byte-template per record
-stream), with no Python code run per line.
+lines is converted with no Python code run per line: by the optional C extension
+(``_strict_c.c``: a validating JSON reader that takes the chunk only when every line is
+valid JSON of exactly this shape) where it is built, else by a strict typed msgspec decoder
+(every key of the file's first line required, every other key refused, every value of the
+one type this path handles) and ``map`` calls over its rows, one byte template per record
+stream. Both give the same bytes (``tests/test_strict_c.py``); the C code also refuses an
+answer whose stripped form starts or ends with a non-ASCII character (which might be
+Unicode white space), leaving it to the line paths.
 
 A chunk that does not fit, in any line, gives None and is read by the typed line path of
 :mod:`._lmeval_fast` (and, line by line, the generic path) instead, so records, errors and
 the import summary never depend on which path read a line (``tests/test_importers_fast.py``
-compares all three on the same files).
+compares them all on the same files).
 
 :class:`StrictSpec` is plain data, so a worker process builds the same converter
 (:mod:`._parallel`); :func:`apply` is the one step that touches the reader's state (the
@@ -33,9 +37,18 @@ from ._batch import LineBatch
 from ._c import strict_c as _strict_c
 from ._io import newlines
 
-__all__ = ["Packed", "StrictChunks", "StrictOut", "StrictSpec", "apply", "pack", "strict_spec"]
+__all__ = [
+    "LINE_KEYS",
+    "Packed",
+    "StrictChunks",
+    "StrictOut",
+    "StrictSpec",
+    "apply",
+    "pack",
+    "strict_spec",
+]
 
-_REQUIRED = (
+LINE_KEYS = (  # the keys of a samples line the importer maps (beside the metrics)
     "doc_id",
     "doc",
     "target",
@@ -73,7 +86,7 @@ def strict_spec(
     if (
         type(primary_filter) is not str
         or identity is None
-        or set(first_line) != set(_REQUIRED) | set(metrics)
+        or set(first_line) != set(LINE_KEYS) | set(metrics)
     ):
         return None
     return StrictSpec(metrics[0], tuple(metrics), primary_filter, bool(take_first), identity)

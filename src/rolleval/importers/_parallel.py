@@ -1,7 +1,7 @@
 """Chunks of a large JSONL file, converted by worker processes, handed back in file order.
 
 A samples file of a gigabyte takes seconds of per-line work that needs no shared state (the
-column path of :mod:`._lmeval_strict`). :func:`converted_chunks` splits the file, from a
+column path of :mod:`._lmeval_strict`). :class:`Converted` splits the file, from a
 byte offset on, into segments of whole lines; each worker reads its segments itself (the
 file is never sent through a pipe) and converts them (at once where the converter reads
 large chunks well, else a chunk at a time); the reading process gets, in file order, each
@@ -40,7 +40,7 @@ from typing import Any, NamedTuple
 from ..errors import RunError
 from ._io import newlines
 
-__all__ = ["Chunk", "Converted", "converted_chunks", "serial_chunks", "usable_cpus"]
+__all__ = ["Chunk", "Converted", "serial_chunks", "usable_cpus"]
 
 SEGMENT_BYTES = 2 << 20
 """Bytes of the file per task handed to a worker."""
@@ -373,17 +373,3 @@ class Converted:
             if gate is not None:
                 gate.stop()
             pool.shutdown(wait=True, cancel_futures=True)
-
-
-def converted_chunks(
-    path: str,
-    start: int,
-    number: int,
-    make: Callable[[Any], Any],
-    spec: Any,
-    *,
-    workers: int,
-    size: int,
-) -> Iterator[Chunk]:
-    """:class:`Converted` without a sink: every record comes back to this process."""
-    return iter(Converted(path, start, number, make, spec, workers=workers, size=size))

@@ -474,6 +474,23 @@ enum {
 
 #define KEY_IS(s) (klen == (Py_ssize_t)(sizeof(s) - 1) && !memcmp(key, s, sizeof(s) - 1))
 
+/* An object member's key (unescaped keys only: an escaped one is left to the decoders) and
+ * the colon after it; the cursor is then at the value. */
+static int member_key(Cur *c, const char **key, Py_ssize_t *klen) {
+    ws(c);
+    if (c->p >= c->end || *c->p != '"') return -1;
+    *key = ++c->p;
+    while (c->p < c->end && *c->p != '"' && *c->p != '\\' && (unsigned char)*c->p >= 0x20) c->p++;
+    if (c->p >= c->end || *c->p != '"') return -1;
+    *klen = c->p - *key;
+    c->p++;
+    ws(c);
+    if (c->p >= c->end || *c->p != ':') return -1;
+    c->p++;
+    ws(c);
+    return 0;
+}
+
 static int parse_arguments(Cur *c, Line *L) {
     /* {"gen_args_0": {"arg_0": [str], ...other keys...}}: no other key at the top */
     int r, seen_g0 = 0;
@@ -599,19 +616,9 @@ static int parse_line(const char *p, const char *end, Line *L, const Spec *S) {
     if (c->p >= c->end || *c->p != '{') return -1;
     c->p++;
     for (;;) {
-        ws(c);
-        /* the key, unescaped keys only (an escaped one goes to the decoders) */
-        if (c->p >= c->end || *c->p != '"') return -1;
-        const char *key = ++c->p;
-        while (c->p < c->end && *c->p != '"' && *c->p != '\\' && (unsigned char)*c->p >= 0x20)
-            c->p++;
-        if (c->p >= c->end || *c->p != '"') return -1;
-        Py_ssize_t klen = c->p - key;
-        c->p++;
-        ws(c);
-        if (c->p >= c->end || *c->p != ':') return -1;
-        c->p++;
-        ws(c);
+        const char *key;
+        Py_ssize_t klen;
+        if (member_key(c, &key, &klen)) return -1;
         int bit;
         if (KEY_IS("doc_id")) {
             bit = K_DOC_ID;
@@ -708,18 +715,9 @@ static int parse_prompt(Line *L) {
     ws(c);
     if (c->p < c->end && *c->p == '}') return -1;
     for (;;) {
-        ws(c);
-        if (c->p >= c->end || *c->p != '"') return -1;
-        const char *key = ++c->p;
-        while (c->p < c->end && *c->p != '"' && *c->p != '\\' && (unsigned char)*c->p >= 0x20)
-            c->p++;
-        if (c->p >= c->end || *c->p != '"') return -1;
-        Py_ssize_t klen = c->p - key;
-        c->p++;
-        ws(c);
-        if (c->p >= c->end || *c->p != ':') return -1;
-        c->p++;
-        ws(c);
+        const char *key;
+        Py_ssize_t klen;
+        if (member_key(c, &key, &klen)) return -1;
         if (KEY_IS("role")) {
             if (got & 1) return -1;
             got |= 1;
