@@ -474,6 +474,22 @@ enum {
 
 #define KEY_IS(s) (klen == (Py_ssize_t)(sizeof(s) - 1) && !memcmp(key, s, sizeof(s) - 1))
 
+/* After a member's value: 1 if another member follows (the comma is read), 0 at the end of
+ * the object (the brace is read), -1 otherwise. */
+static int next_member(Cur *c) {
+    ws(c);
+    if (c->p >= c->end) return -1;
+    if (*c->p == ',') {
+        c->p++;
+        return 1;
+    }
+    if (*c->p == '}') {
+        c->p++;
+        return 0;
+    }
+    return -1;
+}
+
 /* An object member's key (unescaped keys only: an escaped one is left to the decoders) and
  * the colon after it; the cursor is then at the value. */
 static int member_key(Cur *c, const char **key, Py_ssize_t *klen) {
@@ -511,27 +527,20 @@ static int parse_arguments(Cur *c, Line *L) {
         ws(c);
         if (c->p < c->end && *c->p == '}') return -1; /* no arg_0 */
         for (;;) {
-            ws(c);
-            const char *k0 = c->p;
-            if ((r = json_string(c, NULL))) return r;
-            int is_a0 = (c->p - k0 == 7 && !memcmp(k0, "\"arg_0\"", 7));
-            ws(c);
-            if (c->p >= c->end || *c->p != ':') return -1;
-            c->p++;
-            if (is_a0) {
+            const char *key;
+            Py_ssize_t klen;
+            if (member_key(c, &key, &klen)) return -1;
+            if (KEY_IS("arg_0")) {
                 if (seen_a0) return -1;
                 seen_a0 = 1;
                 if ((r = one_string_array(c, &L->a0))) return r;
-            } else if (k0[1] == '\\' || memchr(k0 + 1, '\\', (size_t)(c->p - k0)) != NULL) {
-                return -1; /* an escaped key: leave it to the decoders */
             } else if ((r = json_skip(c, 1))) {
                 return r;
             }
-            ws(c);
-            if (c->p >= c->end) return -1;
-            if (*c->p == ',') { c->p++; continue; }
-            if (*c->p == '}') { c->p++; break; }
-            return -1;
+            if ((r = next_member(c)) <= 0) {
+                if (r < 0) return -1;
+                break;
+            }
         }
         if (!seen_a0) return -1;
         ws(c);
@@ -691,11 +700,10 @@ static int parse_line(const char *p, const char *end, Line *L, const Spec *S) {
         }
         if (seen & bit) return -1; /* a repeated key: the decoders' rule */
         seen |= bit;
-        ws(c);
-        if (c->p >= c->end) return -1;
-        if (*c->p == ',') { c->p++; continue; }
-        if (*c->p == '}') { c->p++; break; }
-        return -1;
+        if ((r = next_member(c)) <= 0) {
+            if (r < 0) return -1;
+            break;
+        }
     }
     ws(c);
     if (c->p != c->end || seen != K_ALL) return -1;
@@ -729,11 +737,10 @@ static int parse_prompt(Line *L) {
         } else if ((r = json_skip(c, 1))) {
             return r;
         }
-        ws(c);
-        if (c->p >= c->end) return -1;
-        if (*c->p == ',') { c->p++; continue; }
-        if (*c->p == '}') { c->p++; break; }
-        return -1;
+        if ((r = next_member(c)) <= 0) {
+            if (r < 0) return -1;
+            break;
+        }
     }
     if (got != 3) return -1;
     ws(c);
