@@ -142,8 +142,6 @@ class _Gate:
 
 def _init(make: Callable[[Any], Any], spec: Any, gate: Any = None, sink: Any = None) -> None:
     global _converter, _gate, _fds
-    if getattr(sys.stdin, "name", None) == os.devnull:  # multiprocessing's; never read
-        sys.stdin.close()  # (a spawned worker would warn of it, unclosed, at its exit)
     _converter = make(spec)
     _gate = gate
     _fds = [os.open(p, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644) for p in sink or ()]
