@@ -11,7 +11,7 @@ PY="${PYTHON:-python}"
 bash "$HERE/peers/setup.sh" || echo "peer setup failed: the peer sides will be skipped"
 
 failed=()
-for bench in bench_metrics bench_bootstrap bench_report bench_compare bench_client bench_scale bench_grading bench_throughput; do
+for bench in bench_metrics bench_bootstrap bench_report bench_compare bench_client bench_scale bench_import bench_grading bench_throughput; do
     [[ -f "$HERE/$bench.py" ]] || continue
     echo
     echo "=== $bench ($(date -u +%H:%M:%S) UTC, load average $(cut -d' ' -f1-3 /proc/loadavg)) ==="
