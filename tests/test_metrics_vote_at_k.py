@@ -142,3 +142,30 @@ def test_array_form_k0_is_nan_and_extra_unextracted_votes_for_nothing():
 def test_bad_input_is_a_usage_error(args, match):
     with pytest.raises(UsageError, match=match):
         majority_vote_at_k(*args)
+
+
+def test_votes_at_k_at_every_rollout_is_the_exact_estimator():
+    """At k = n the one subset is every rollout: the shortcut gives the exact estimator's
+    floats (enumerated through ``_vote_at_k_exact``) on every signature of up to 7 rollouts,
+    ties, all-unextracted and one-rollout problems included."""
+    from rolleval.metrics._vote import _vote_at_k_exact, votes_at_k
+
+    signatures = []
+    for n in range(1, 8):
+        for labels in itertools.product(range(-1, 3), repeat=n):
+            for verdicts in ((True,) * n, tuple(i % 2 == 0 for i in range(n))):
+                sizes: dict[int, int] = {}
+                first: dict[int, bool] = {}
+                for label, verdict in zip(labels, verdicts):
+                    if label >= 0:
+                        sizes[label] = sizes.get(label, 0) + 1
+                        first.setdefault(label, verdict)
+                sig = tuple(sorted((sizes[c], first[c]) for c in sizes))
+                signatures.append((sig, labels.count(-1)))
+    signatures = list(dict.fromkeys(signatures))
+    k = np.array([sum(s for s, _ in sig) + u for sig, u in signatures])
+    maj, sc = votes_at_k(signatures, k)
+    for i, (sig, u) in enumerate(signatures):
+        m, c = _vote_at_k_exact(sig, u, int(k[i]))
+        assert (maj[i], sc[i]) == (float(m), float(c)), (sig, u)
+    assert len(signatures) > 250

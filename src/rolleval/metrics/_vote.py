@@ -542,9 +542,24 @@ def votes_at_k(
         n_i = sum(size for size, _ in sig) + unextracted
         if ki < 0 or ki > n_i:
             raise UsageError(f"k = {ki} for problem {i} must lie in [1, n = {n_i}]")
+        if ki == n_i:
+            maj[i], sc[i] = _vote_of_all(sig, n_i)
+            continue
         m, c = _vote_at_k_exact(tuple(sig), int(unextracted), ki)
         maj[i], sc[i] = float(m), float(c)
     return maj, sc
+
+
+def _vote_of_all(clusters: Sequence[tuple[int, bool]], n: int) -> tuple[float, float]:
+    """:func:`_vote_at_k_exact` at ``k = n``: the one subset is every rollout, so maj@n is
+    the correct share of the clusters tied for the most votes and sc@n the largest cluster
+    over ``n`` (0 and 0 when nothing was extracted). Same floats: both are one correctly
+    rounded division of the same integers."""
+    if not clusters:
+        return 0.0, 0.0
+    top = max(size for size, _ in clusters)
+    tied = [good for size, good in clusters if size == top]
+    return sum(tied) / len(tied), top / n
 
 
 def majority_vote_at_k_array(
