@@ -11,6 +11,7 @@ tests/test_importers_fast.py.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
 import sys
 import threading
@@ -144,13 +145,13 @@ def test_a_killed_worker_hands_the_rest_of_the_file_to_this_process(tmp_path, mo
 
 def test_a_process_running_threads_spawns_its_workers(tmp_path, monkeypatch):
     methods: list[str] = []
-    real = _parallel.multiprocessing.get_context
+    real = multiprocessing.get_context
 
     def get_context(method):
         methods.append(method)
         return real(method)
 
-    monkeypatch.setattr(_parallel.multiprocessing, "get_context", get_context)
+    monkeypatch.setattr(multiprocessing, "get_context", get_context)
     monkeypatch.setattr(_parallel, "SEGMENT_BYTES", 16384)
     path, start = _source(tmp_path, n=2000)
     stop = threading.Event()
@@ -236,8 +237,11 @@ def test_a_worker_that_dies_after_writing_stops_the_import_and_leaves_nothing(
         return columns
 
     monkeypatch.setattr(_parallel, "_append_if_turn", append_then_die)
-    with pytest.raises(RunError, match="a worker process of the import died after writing"):
+    with pytest.raises(RunError, match="a worker process of the import died after writing") as err:
         import_run("lm-eval", tmp_path / "src", tmp_path / "out")
+    assert err.value.exit_code == 4
+    assert str(err.value).count("\n") == 0  # one line, naming the file
+    assert str(err.value).startswith(str(tmp_path / "src"))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
 
 

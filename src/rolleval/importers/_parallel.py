@@ -27,18 +27,18 @@ it.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import sys
 import threading
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from ..errors import RunError
 from ._io import newlines
+
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 __all__ = ["Chunk", "Converted", "serial_chunks", "usable_cpus"]
 
@@ -296,6 +296,10 @@ class Converted:
     ):
         self.path, self.start, self.number = path, start, number
         self.make, self.spec, self.workers, self.size = make, spec, workers, size
+        # imported here: every CLI start imports this module, few imports use workers
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
         single = threading.active_count() == 1
         method = "fork" if single and sys.platform.startswith("linux") else "spawn"
         ctx = multiprocessing.get_context(method)
@@ -315,6 +319,8 @@ class Converted:
             self.gate.release(segment, high)
 
     def __iter__(self) -> Iterator[Chunk]:
+        from concurrent.futures.process import BrokenProcessPool
+
         path, start, number, size = self.path, self.start, self.number, self.size
         end = os.path.getsize(path)
         unpack = self.make.unpack  # type: ignore[attr-defined]
