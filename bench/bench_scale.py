@@ -72,7 +72,7 @@ BARE = r"""
 import asyncio, json, resource, sys, time
 import httpx, orjson
 from rolleval import build_config
-from rolleval.runner import resolve_tasks
+from rolleval._runner import resolve_tasks
 config = build_config(json.loads(open(sys.argv[1]).read()))
 per_problem, concurrency = int(sys.argv[2]), int(sys.argv[3])
 task = resolve_tasks(config)[0]

@@ -1,7 +1,7 @@
 """Benchmark: requests per second of `rolleval run` against lm-eval's local-chat-completions model.
 
 One real llama.cpp server of the embedded model (SmolLM2-135M-Instruct Q4_1, started as
-rolleval starts it: ``rolleval.local.LocalServer``) serves both sides in one session, at the
+rolleval starts it: ``rolleval._local._launcher.LocalServer``) serves both sides in one session, at the
 same concurrency, the same 2,000 short chat requests: 250 problems of the
 ``common_knowledge`` task x 8 rollouts, max_tokens 16, temperature 0.7, top_p 1, stop "\\n".
 
@@ -67,7 +67,7 @@ def run_rolleval(
     base_url: str, model: str, task: str, args: argparse.Namespace, sampling: dict[str, Any]
 ) -> dict[str, Any]:
     from rolleval import run_eval
-    from rolleval.config import RunConfig
+    from rolleval._runner._config import RunConfig
 
     config = RunConfig(
         model=model,
@@ -163,7 +163,7 @@ def main() -> int:
     parser.add_argument("--strict", action="store_true", help="exit 1 when the target is missed")
     args = parser.parse_args()
 
-    from rolleval.local import LOCAL_MODEL_NAME, LocalServer
+    from rolleval._local._launcher import LOCAL_MODEL_NAME, LocalServer
 
     problems, task_sampling = load_requests(args.task, args.problems)
     sampling = {

@@ -1,7 +1,7 @@
 """Screenshots of the run and compare pages (docs/img/run.png, docs/img/compare.png).
 
 Builds the quickstart-like example (a baseline and a candidate that regressed by 0.05,
-with injected faults, from ``rolleval.synthetic``), writes both HTML pages, opens them in
+with injected faults, from ``rolleval.testing._synthetic``), writes both HTML pages, opens them in
 headless Chromium (``/usr/bin/chromium``) and clicks the problem that moved most, so the
 screenshot shows its rollouts side by side. Rerun after changing the page:
 
@@ -16,10 +16,10 @@ from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
-from rolleval.api import report_run
+from rolleval import report_run
 from rolleval.compare import compare_runs
-from rolleval.html import compare_html, report_html, write_html
-from rolleval.synthetic import write_synthetic_run
+from rolleval._report._html import compare_html, report_html, write_html
+from rolleval.testing._synthetic import write_synthetic_run
 
 FAULTS = dict(p_infra_error=0.01, p_grader_error=0.005, p_unextracted=0.05, p_truncated=0.02)
 

@@ -249,7 +249,7 @@ def synthetic_pair(
     """Baseline and candidate synthetic runs under ``tmp_path`` (``base``, ``cand``): the same
     problems and true rates (``rng=1``), independent rollout outcomes (``outcome_rng`` 10 and
     20), the candidate's rates moved by ``shift``. Other keywords go to both runs."""
-    from rolleval.synthetic import write_synthetic_run
+    from rolleval.testing._synthetic import write_synthetic_run
 
     base = write_synthetic_run(
         tmp_path / "base", n_problems=n_problems, n_rollouts=n_rollouts, rng=1, outcome_rng=10, **kw
@@ -277,10 +277,10 @@ def builtin_rows(task: str) -> list[dict[str, Any]]:
 @pytest.fixture(scope="session")
 def embedded_server() -> Iterator[Any]:
     """One real embedded-model server (llama.cpp serving SmolLM2-135M through
-    ``rolleval._llama_serve``, 2 threads) on 127.0.0.1 for the whole session, started on
-    first use: a :class:`rolleval.local.LocalServer`; its ``base_url`` ends in ``/v1`` and its
-    model name is :data:`rolleval.local.LOCAL_MODEL_NAME`. Only ``local_model`` tests use it."""
-    from rolleval.local import LocalServer, LocalServerOptions
+    ``rolleval._local._serve``, 2 threads) on 127.0.0.1 for the whole session, started on
+    first use: a :class:`rolleval._local._launcher.LocalServer`; its ``base_url`` ends in ``/v1`` and its
+    model name is :data:`rolleval._local._launcher.LOCAL_MODEL_NAME`. Only ``local_model`` tests use it."""
+    from rolleval._local._launcher import LocalServer, LocalServerOptions
 
     with LocalServer(LocalServerOptions(server_options={"n_threads": 2})) as server:
         yield server

@@ -13,7 +13,7 @@ from conftest import run_cli
 from rolleval.compare import save_baseline
 from rolleval.compare._frame import frames_from_baseline, frames_from_run, read_baseline
 from rolleval.errors import DataError, SchemaVersionError
-from rolleval.synthetic import write_synthetic_run
+from rolleval.testing._synthetic import write_synthetic_run
 
 TASK = "synthetic_math"
 

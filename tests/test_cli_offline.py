@@ -8,8 +8,8 @@ import orjson
 import pytest
 
 from conftest import run_cli as rolleval
-from rolleval.cli import main
-from rolleval.synthetic import write_synthetic_run
+from rolleval._cli import main
+from rolleval.testing._synthetic import write_synthetic_run
 
 
 def test_report_text_and_json(tmp_path):

@@ -9,10 +9,10 @@ import pytest
 
 from conftest import run_cli as _cli
 from conftest import synthetic_pair
-from rolleval.cli import main
+from rolleval._cli import main
 from rolleval.compare import compare_runs, gate_run, plan_runs, save_baseline
 from rolleval.errors import UsageError
-from rolleval.synthetic import write_synthetic_run
+from rolleval.testing._synthetic import write_synthetic_run
 
 
 def test_identical_runs_are_not_called_equivalent(tmp_path):

@@ -1,7 +1,7 @@
 """Issue 10 (defects 3, 4, 5, 6, 9, 10, 11) and issue 9 item 2, through `rolleval compare`,
 `gate` and `plan` on run directories written by the synthetic run writer.
 
-Each test builds runs of known truth with :func:`rolleval.synthetic.write_synthetic_run` and
+Each test builds runs of known truth with :func:`rolleval.testing._synthetic.write_synthetic_run` and
 edits their records with the store helpers where a situation (timeouts, duplicates, an
 interrupted run) needs it, then runs the CLI in-process and checks exit code and output.
 """
@@ -16,11 +16,11 @@ import orjson
 import pytest
 
 from conftest import synthetic_pair
-from rolleval.cli import main
+from rolleval._cli import main
 from rolleval.compare import compare_runs
 from rolleval.compare._runs import decide_overall
-from rolleval.store import RunDir, atomic_write_json
-from rolleval.synthetic import write_synthetic_run
+from rolleval.rundir._store import RunDir, atomic_write_json
+from rolleval.testing._synthetic import write_synthetic_run
 
 TASK = "synthetic_math"
 
@@ -577,7 +577,7 @@ def test_a_timeout_is_a_failure_in_every_metric_family(tmp_path, capsys):
     # failures: pass@k from (n, c) with n counting timeouts, maj@n and self-consistency
     # with a timeout as a vote for nothing, consecutive windows failed by a timeout
     from rolleval.metrics import majority_vote, pass_at_k, window_pass_hat_k
-    from rolleval.table import STATUS_CODES, load_task_table
+    from rolleval.rundir._table import STATUS_CODES, load_task_table
 
     run = write_synthetic_run(
         tmp_path / "r", n_problems=40, n_rollouts=6, rng=3, p_infra_error=0.1

@@ -1,6 +1,6 @@
 """Issue 10, statistical defects 1, 2, 7 and 8, through `rolleval compare / gate / plan`.
 
-Every test writes run directories with the public run writer (`rolleval.synthetic`) and
+Every test writes run directories with the public run writer (`rolleval.testing._synthetic`) and
 runs the command line in a subprocess; each fails on rolleval before the fix.
 """
 
@@ -14,7 +14,7 @@ import pytest
 from scipy.stats import norm
 
 from conftest import run_cli
-from rolleval.synthetic import write_synthetic_run
+from rolleval.testing._synthetic import write_synthetic_run
 
 
 def _json(*args):

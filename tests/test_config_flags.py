@@ -1,10 +1,10 @@
-"""``rolleval run``'s flag-to-config merge (rolleval.config.config_from_flags)."""
+"""``rolleval run``'s flag-to-config merge (rolleval._runner._config.config_from_flags)."""
 
 from __future__ import annotations
 
 import pytest
 
-from rolleval.config import config_from_flags
+from rolleval._runner._config import config_from_flags
 from rolleval.errors import UsageError
 
 
@@ -51,7 +51,7 @@ def test_missing_or_bad_flags_are_usage_errors(flags, message):
 
 
 def test_the_old_name_n_in_a_file_is_read_as_n_rollouts_and_flags_still_win(tmp_path):
-    from rolleval.config import OldSettingWarning, load_config_file
+    from rolleval._runner._config import OldSettingWarning, load_config_file
 
     cfg = tmp_path / "run.yaml"
     cfg.write_text("model: m\ntasks: [gsm8k]\nn: 4\nks: [1, 4]\n")
@@ -64,7 +64,7 @@ def test_the_old_name_n_in_a_file_is_read_as_n_rollouts_and_flags_still_win(tmp_
 
 
 def test_both_names_in_a_file_are_refused_naming_it(tmp_path):
-    from rolleval.config import load_config_file
+    from rolleval._runner._config import load_config_file
     from rolleval.errors import DataError
 
     cfg = tmp_path / "run.yaml"

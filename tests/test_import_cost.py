@@ -13,12 +13,12 @@ import pytest
 CHECK = """
 import sys
 sys.argv = ["rolleval", "{command}", "--help"]
-from rolleval.cli import main
+from rolleval._cli import main
 try:
     main()
 except SystemExit:
     pass
-import rolleval.compare, rolleval.grading, rolleval.report  # the compare and grading paths
+import rolleval.compare, rolleval.grading, rolleval._report._build  # the compare and grading paths
 heavy = sorted(m for m in ("scipy", "scipy.stats", "scipy.optimize") if m in sys.modules)
 print("HEAVY=" + ",".join(heavy))
 """

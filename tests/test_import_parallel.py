@@ -1,4 +1,4 @@
-"""Worker processes of the large-file import (rolleval.importers._parallel).
+"""Worker processes of the large-file import (rolleval._importers.lmeval._parallel).
 
 The reader's outputs must not depend on how the file was cut: every line is read exactly
 once, in order, with its line number, whatever the segment and chunk sizes, long lines,
@@ -22,8 +22,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rolleval import import_run
+from rolleval._importers.lmeval import _parallel
+from rolleval._importers.lmeval import _samples as _lmeval
+from rolleval._importers.lmeval import _strict as _lmeval_strict
 from rolleval.errors import RunError
-from rolleval.importers import _lmeval, _lmeval_strict, _parallel
 
 
 def _lines_of(chunks) -> list[tuple[int, bytes]]:

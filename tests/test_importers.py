@@ -18,12 +18,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from rolleval import import_run
-from rolleval.api import report_run
-from rolleval.cli import main
+from rolleval import import_run, report_run
+from rolleval._cli import main
+from rolleval._importers import FORMATS, detect_format
 from rolleval.compare import compare_runs
 from rolleval.errors import DataError, UsageError
-from rolleval.importers import FORMATS, detect_format
 
 DATA = Path(__file__).parent / "data" / "imports"
 TRACELENS = DATA / "tracelens"
@@ -216,7 +215,7 @@ def test_duplicate_trial_ids_are_refused(tmp_path, capsys):
 
 def test_failure_after_tasks_were_written_leaves_nothing(tmp_path, monkeypatch):
     """A crash late in the import (here: the report) removes the half-built run."""
-    import rolleval.api as api
+    import rolleval._report._api as api
 
     def boom(*a, **k):
         raise DataError("simulated failure while reporting")
@@ -693,8 +692,8 @@ def test_tracelens_import_without_prompts_shows_and_refuses_regrade(tmp_path, ca
     """TraceLens trials store no prompt and no reference: the prompt records say so
     (``prompt`` absent), ``show`` prints that in text and ``null`` in JSONL, and ``regrade``
     refuses with one line, exit 2, leaving the judgements as they were."""
-    from rolleval.api import regrade_run, show_records
-    from rolleval.store import RunDir
+    from rolleval import regrade_run, show_records
+    from rolleval.rundir._store import RunDir
 
     run = tmp_path / "run"
     import_run("tracelens", TRACELENS / "noisy.trials.json", run)

@@ -16,10 +16,11 @@ import orjson
 import pytest
 
 from conftest import assert_run_valid
-from rolleval import import_run
-from rolleval.api import report_run
+from rolleval import import_run, report_run
+from rolleval._importers.lmeval import _parallel
+from rolleval._importers.lmeval import _samples as _lmeval
+from rolleval._importers.lmeval import _strict as _lmeval_strict
 from rolleval.errors import DataError
-from rolleval.importers import _lmeval, _lmeval_strict, _parallel
 
 DATA = Path(__file__).parent / "data" / "imports" / "lm-eval"
 STREAMS = ("prompts.jsonl", "rollouts.jsonl", "judgements.jsonl")

@@ -1,5 +1,5 @@
 """LLM-judged answers with the real embedded model as the judge: SmolLM2-135M served by
-llama.cpp (``rolleval._llama_serve``) on 127.0.0.1 is the judge endpoint of a real
+llama.cpp (``rolleval._local._serve``) on 127.0.0.1 is the judge endpoint of a real
 ``rolleval run`` of a ``type: judge`` task.
 
 What is deterministic here, and what is therefore asserted:
@@ -28,9 +28,9 @@ from pathlib import Path
 import pytest
 
 from conftest import assert_run_valid, run_cli
+from rolleval._local._launcher import LOCAL_MODEL_NAME
 from rolleval.grading import JudgeGrader, parse_judge_verdict
 from rolleval.grading._judge import DEFAULT_JUDGE_PROMPT
-from rolleval.local import LOCAL_MODEL_NAME
 from rolleval.testing import OpenAIServer
 
 pytestmark = pytest.mark.local_model

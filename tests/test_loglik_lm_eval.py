@@ -4,7 +4,7 @@ the same endpoint, prompts and subset.
 ``tests/data/lm_eval_loglik/`` holds the samples file of a real lm-eval 0.4.13 run
 (``bench/bench_loglik_peer.py``; the exact command is in the folder's README): 0-shot
 ARC-Easy, ``Question: {question}`` / ``Answer:``, each choice scored as ``" " + choice``,
-against the embedded model served by ``rolleval._llama_serve``. CI has no lm-eval; this
+against the embedded model served by ``rolleval._local._serve``. CI has no lm-eval; this
 test runs rolleval's ``type: loglik`` task on the same documents against the same embedded
 server and compares problem by problem.
 

@@ -29,8 +29,13 @@ def _direct(llm, ids: list[int]) -> list[float]:
 
 def test_served_prompt_logprobs_match_a_direct_computation():
     llama_cpp = pytest.importorskip("llama_cpp")
+    from rolleval._local._launcher import (
+        LOCAL_MODEL_NAME,
+        LocalServer,
+        LocalServerOptions,
+        default_model_path,
+    )
     from rolleval.client._logprob_probe import require_prompt_logprobs
-    from rolleval.local import LOCAL_MODEL_NAME, LocalServer, LocalServerOptions, default_model_path
 
     text = "The capital of France is Paris, and the capital of Italy is Rome."
     with LocalServer(LocalServerOptions(server_options={"n_threads": 2})) as server:

@@ -163,7 +163,7 @@ def test_served_toy_endpoints_over_http():
 @pytest.fixture(scope="module")
 def llama():
     llama_cpp = pytest.importorskip("llama_cpp")
-    from rolleval.local import default_model_path
+    from rolleval._local._launcher import default_model_path
 
     return llama_cpp.Llama(
         model_path=str(default_model_path()),
@@ -216,7 +216,7 @@ def test_correct_logprobs_from_the_model_pass(llama):
 
 @pytest.mark.local_model
 def test_embedded_llama_cpp_python_server_is_refused_as_shifted(llama):
-    from rolleval.local import LOCAL_MODEL_NAME, LocalServer, LocalServerOptions
+    from rolleval._local._launcher import LOCAL_MODEL_NAME, LocalServer, LocalServerOptions
 
     options = LocalServerOptions(server_options={"n_threads": 2}, server_module="llama_cpp.server")
     with LocalServer(options) as server:

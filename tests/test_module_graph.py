@@ -113,3 +113,18 @@ def test_the_cycle_finder_finds_a_cycle():
 @pytest.mark.parametrize("package", PACKAGES)
 def test_no_import_cycle_inside_a_package(package):
     assert _cycles_within(package, GRAPH) == ALLOWED.get(package, [])
+
+
+def test_the_top_level_is_small_and_private_modules_say_so():
+    """At most 10 modules sit directly in ``src/rolleval``; every one that is not public is
+    ``_``-prefixed, as is every package that is not public (the tree shows what users import)."""
+    from rolleval._public import PUBLIC_MODULES
+
+    top = sorted(p.stem for p in SRC.glob("*.py"))
+    assert len(top) <= 10, top
+    for stem in top:
+        if stem == "__init__":
+            continue
+        assert stem.startswith("_") or f"rolleval.{stem}" in PUBLIC_MODULES, stem
+    for pkg in sorted(p.parent.name for p in SRC.glob("*/__init__.py")):
+        assert pkg.startswith("_") or f"rolleval.{pkg}" in PUBLIC_MODULES, pkg

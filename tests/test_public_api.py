@@ -19,6 +19,7 @@ PUBLIC_PACKAGES = [
     "rolleval.client",
     "rolleval.compare",
     "rolleval.records",
+    "rolleval.rundir",
     "rolleval.writer",
     "rolleval.errors",
     "rolleval.testing",
@@ -68,8 +69,8 @@ def test_a_private_home_is_rewritten_to_the_package_that_lists_the_name():
     from rolleval import compare, records
 
     assert compare.compare_runs.__module__ == "rolleval.compare"
-    assert rolleval.report_run.__module__ == "rolleval"  # defined in rolleval.api
-    assert rolleval.RunConfig.__module__ == "rolleval"  # defined in rolleval.config
+    assert rolleval.report_run.__module__ == "rolleval"  # defined in rolleval._report._api
+    assert rolleval.RunConfig.__module__ == "rolleval"  # defined in rolleval._runner._config
     assert rolleval.DataError.__module__ == "rolleval.errors"  # a public module already
     assert records.RolloutRecord.__module__ == "rolleval.records"
     assert repr(compare.Comparison) == "<class 'rolleval.compare.Comparison'>"
@@ -116,7 +117,7 @@ def test_randomness_is_the_rng_keyword_in_every_public_function():
     # problem id; complete_sync sends the OpenAI request's ``seed`` field to the server
     value_not_randomness = {"rolleval.tasks.permutation", "rolleval.client.complete_sync"}
     found = []
-    for module in ["rolleval", *PUBLIC_PACKAGES, "rolleval.synthetic"]:
+    for module in ["rolleval", *PUBLIC_PACKAGES, "rolleval.testing._synthetic"]:
         mod = importlib.import_module(module)
         for name in getattr(mod, "__all__", dir(mod)):
             obj = getattr(mod, name)
@@ -128,7 +129,7 @@ def test_randomness_is_the_rng_keyword_in_every_public_function():
 
 
 def test_every_cli_command_has_a_python_api():
-    from rolleval.cli import _load_commands, cli
+    from rolleval._cli import _load_commands, cli
 
     _load_commands()
     api = {
@@ -141,7 +142,7 @@ def test_every_cli_command_has_a_python_api():
         "baseline": rolleval.save_baseline,
         "plan": rolleval.plan_runs,
         "tasks": importlib.import_module("rolleval.tasks").list_tasks,
-        "example": importlib.import_module("rolleval.synthetic").write_synthetic_run,
+        "example": importlib.import_module("rolleval.testing._synthetic").write_synthetic_run,
         "import": rolleval.import_run,
     }
     assert set(cli.commands) == set(api)

@@ -23,9 +23,8 @@ from rolleval.records import (
     TaskSettings,
     dump_record,
 )
-from rolleval.store import RunDir, read_jsonl_columns
-from rolleval.synthetic import write_synthetic_run
-from rolleval.table import (
+from rolleval.rundir._store import RunDir, read_jsonl_columns
+from rolleval.rundir._table import (
     UNREAD_JUDGEMENT_FIELDS,
     UNREAD_PROMPT_FIELDS,
     PromptRow,
@@ -33,6 +32,7 @@ from rolleval.table import (
     load_task_table,
 )
 from rolleval.testing import OpenAIServer
+from rolleval.testing._synthetic import write_synthetic_run
 
 
 def _responder(request):
@@ -309,7 +309,7 @@ def test_files_written_by_the_first_schema_1_writers_read_as_schema_2(tmp_path):
     """The JSON files as rolleval 0.1.0's runner wrote them (nulls kept, no versions in
     task.json / profile.json, judgement keys in the old order) read back unchanged, but for
     the version (lifted to 2) and the manifest's ``measurement.n`` (now ``n_rollouts``)."""
-    from rolleval.api import report_run
+    from rolleval import report_run
     from rolleval.records import Profile
 
     run = tmp_path / "old"
@@ -367,7 +367,7 @@ def test_files_written_by_the_first_schema_1_writers_read_as_schema_2(tmp_path):
 
 def test_an_importer_builds_a_complete_run_from_records_alone(tmp_path):
     """What an importer does: records in, a run directory every command reads out."""
-    from rolleval.api import report_run, show_records
+    from rolleval import report_run, show_records
     from rolleval.records import RunSummary
     from rolleval.writer import RunWriter
 

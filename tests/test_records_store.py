@@ -22,7 +22,7 @@ from rolleval.records import (
     effective_rollouts,
     make_judgement,
 )
-from rolleval.store import (
+from rolleval.rundir._store import (
     JsonlAppender,
     RunDir,
     TornLineWarning,
@@ -286,7 +286,7 @@ def test_column_reader_torn_tail_and_blank_lines(tmp_path):
 
 
 def test_column_reader_chunks_agree_with_whole_file(tmp_path, monkeypatch):
-    import rolleval.store as store
+    import rolleval.rundir._store as store
 
     p = tmp_path / "j.jsonl"
     p.write_bytes(

@@ -5,9 +5,9 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from rolleval.api import regrade_run, report_run
-from rolleval.cli import main
-from rolleval.synthetic import write_synthetic_run
+from rolleval import regrade_run, report_run
+from rolleval._cli import main
+from rolleval.testing._synthetic import write_synthetic_run
 
 
 def _judgements(run):

@@ -14,12 +14,12 @@ import pytest
 
 from conftest import run_cli
 from rendered_numbers import missing, walk
-from rolleval.api import report_run
+from rolleval import report_run
+from rolleval._report._html import compare_html, gate_html, report_html
+from rolleval._report._render import WIDTH, emit, render, use_color
+from rolleval._sanitize import terminal_safe
 from rolleval.compare import compare_runs, gate_run
-from rolleval.html import compare_html, gate_html, report_html
-from rolleval.render import WIDTH, emit, render, use_color
-from rolleval.sanitize import terminal_safe
-from rolleval.synthetic import write_synthetic_run
+from rolleval.testing._synthetic import write_synthetic_run
 
 
 @pytest.fixture(scope="module")
@@ -198,7 +198,7 @@ def test_gate_page_against_a_baseline_file_says_the_baseline_has_no_rollouts(res
 
 
 def test_embedded_data_is_inert_and_survives_lone_surrogates():
-    from rolleval.html import _json_script, _pack
+    from rolleval._report._html import _json_script, _pack
 
     s = _json_script({"t": "</script><!--\ud800\u202e&"})
     assert s.isascii() and "<" not in s and ">" not in s and "&" not in s
@@ -213,7 +213,7 @@ def test_rollout_texts_are_cut_in_the_middle_to_fit_the_budget(monkeypatch):
 
     import numpy as np
 
-    from rolleval import html
+    from rolleval._report import _html as html
 
     rng = np.random.default_rng(0)
     texts = ["".join(rng.choice(list("abcdefghij "), size=3000)) + "END" for _ in range(40)]

@@ -11,12 +11,12 @@ import numpy as np
 import orjson
 import pytest
 
-from rolleval.api import report_run
+from rolleval import report_run
+from rolleval._report._build import task_report
 from rolleval.errors import DataError
-from rolleval.report import task_report
-from rolleval.store import JsonlColumns, RunDir, TornLineWarning, atomic_write_json
-from rolleval.synthetic import write_synthetic_run
-from rolleval.table import build_task_table, load_task_table
+from rolleval.rundir._store import JsonlColumns, RunDir, TornLineWarning, atomic_write_json
+from rolleval.rundir._table import build_task_table, load_task_table
+from rolleval.testing._synthetic import write_synthetic_run
 
 FAULTS = dict(
     p_infra_error=0.05,
@@ -386,8 +386,8 @@ def test_graded_score_key_reports_mean_score_and_marks_pass_at_k_unavailable(tmp
 
 
 def test_consecutive_window_matches_scalar_estimator(tmp_path):
+    from rolleval._report._build import per_problem_values
     from rolleval.metrics import window_pass_hat_k
-    from rolleval.report import per_problem_values
 
     run = write_synthetic_run(
         tmp_path / "r", n_problems=40, n_rollouts=8, rng=9, p_infra_error=0.15, p_grader_error=0.05
@@ -411,8 +411,8 @@ def test_consecutive_window_matches_scalar_estimator(tmp_path):
 
 def test_requested_policy_self_consistency_divides_by_requested(tmp_path):
     run = write_synthetic_run(tmp_path / "r", n_problems=30, n_rollouts=4, rng=2, p_infra_error=0.3)
+    from rolleval._report._build import per_problem_values
     from rolleval.metrics import majority_vote
-    from rolleval.report import per_problem_values
 
     table = load_task_table(run.task("synthetic_math"))
     sc = per_problem_values(table, ks=[2], denominator_policy="requested")["self_consistency"][0]

@@ -16,7 +16,7 @@ import pytest
 from conftest import assert_run_valid, run_cli, run_config, write_run_yaml
 from rolleval import run_eval
 from rolleval.errors import UsageError
-from rolleval.store import RunDir
+from rolleval.rundir._store import RunDir
 from rolleval.testing import OpenAIServer
 
 OLD = Path(__file__).parent / "data" / "run-schema1"

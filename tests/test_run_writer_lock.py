@@ -22,9 +22,9 @@ from conftest import run_cli, run_config, tree_bytes, write_math_task, write_run
 from rolleval import regrade_run, report_run, run_eval
 from rolleval.errors import UsageError
 from rolleval.records import LockHolder, RunManifest, TaskSettings
-from rolleval.runlock import LOCK_NAME, RunLock
-from rolleval.synthetic import write_synthetic_run
+from rolleval.rundir._lock import LOCK_NAME, RunLock
 from rolleval.testing import OpenAIServer
+from rolleval.testing._synthetic import write_synthetic_run
 from rolleval.writer import RunWriter
 
 N_PROBLEMS = 8
@@ -41,7 +41,7 @@ def _yaml(path, srv, data_file, **extra):
 
 _HOLD = r"""
 import sys
-from rolleval.runlock import RunLock
+from rolleval.rundir._lock import RunLock
 lock = RunLock(sys.argv[1], command="test-holder").acquire()
 print("locked", flush=True)
 sys.stdin.readline()
@@ -110,7 +110,7 @@ def test_the_lock_is_reentrant_within_a_process_and_exclusive_across(tmp_path):
         info = LockHolder.model_validate(orjson.loads((tmp_path / "d" / LOCK_NAME).read_bytes()))
         assert info.command == "outer" and info.pid == os.getpid()  # still held by the outer
         code = (
-            "import sys\nfrom rolleval.runlock import RunLock\n"
+            "import sys\nfrom rolleval.rundir._lock import RunLock\n"
             "from rolleval.errors import UsageError\n"
             "try:\n    RunLock(sys.argv[1], command='x').acquire()\n"
             "except UsageError as e:\n    print(e)\n"

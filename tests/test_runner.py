@@ -334,7 +334,7 @@ def test_ctrl_c_leaves_a_resumable_run_and_exits_130(tmp_path, data_file, sig):
 def test_missing_grading_dependency_refuses_before_anything_is_written(tmp_path, data_file):
     code = (
         "import sys; sys.modules['math_verify'] = None\n"
-        "from rolleval.cli import main\n"
+        "from rolleval._cli import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )
     nowhere = SimpleNamespace(model="m", base_url="http://127.0.0.1:9/v1")  # never asked

@@ -16,6 +16,9 @@ import numpy as np
 import pytest
 
 from rolleval import build_config, run_eval
+from rolleval._runner import Request
+from rolleval._runner._finish import _profile, profile_from_files
+from rolleval._runner._schedule import Scheduler
 from rolleval.grading import Verdict
 from rolleval.records import (
     JudgementRecord,
@@ -27,10 +30,7 @@ from rolleval.records import (
     Usage,
     dump_record,
 )
-from rolleval.runner import Request
-from rolleval.runner._finish import _profile, profile_from_files
-from rolleval.runner._schedule import Scheduler
-from rolleval.store import TaskFiles
+from rolleval.rundir._store import TaskFiles
 
 N_ROLLOUTS = 4
 CONCURRENCY = 4
@@ -221,7 +221,7 @@ def test_streamed_profile_equals_the_profile_of_the_records(tmp_path, monkeypatc
     assert expected.rollouts.attempts == len(rollouts)
     assert profile_from_files(files, segments, n) == expected
     assert profile_from_files(files, segments, 1) == expected  # any slot width gives it
-    from rolleval import store
+    from rolleval.rundir import _store as store
 
     monkeypatch.setattr(store, "_CHUNK_BYTES", 97)  # many chunks, boundaries inside lines
     assert profile_from_files(files, segments, n) == expected
@@ -267,8 +267,8 @@ def test_columns_read_in_small_chunks_equal_one_chunk(tmp_path, monkeypatch, tai
     change nothing: the columns, line numbers and torn-line facts of the default chunk size."""
     import warnings
 
-    from rolleval import store
-    from rolleval.table import ScoredJudgementRow
+    from rolleval.rundir import _store as store
+    from rolleval.rundir._table import ScoredJudgementRow
 
     path = tmp_path / "judgements.jsonl"
     path.write_bytes(_jsonl_with_everything(tail))
@@ -291,9 +291,9 @@ def test_columns_read_in_small_chunks_equal_one_chunk(tmp_path, monkeypatch, tai
 
 
 def test_a_bad_line_after_many_chunks_is_named_by_its_line(tmp_path, monkeypatch):
-    from rolleval import store
     from rolleval.errors import DataError
-    from rolleval.table import JudgementRow
+    from rolleval.rundir import _store as store
+    from rolleval.rundir._table import JudgementRow
 
     good = b'{"problem_id": "p", "index": 0, "status": "ok"}\n'
     path = tmp_path / "judgements.jsonl"

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from rolleval._runner import Request, plan_task
 from rolleval.records import JudgementRecord, JudgementSet, RolloutRecord, RolloutSet
-from rolleval.runner import Request, plan_task
 
 
 def R(pid: str, j: int, status: str = "ok", attempt: int = 1) -> RolloutRecord:

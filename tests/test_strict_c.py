@@ -1,6 +1,6 @@
 """The lm-eval importer's C extension gives the bytes of its Python code.
 
-``rolleval.importers._strict_c`` is optional (built where a C compiler is; see setup.py):
+``rolleval._importers.lmeval._strict_c`` is optional (built where a C compiler is; see setup.py):
 its SHA-256 must equal hashlib's, its JSON strings msgspec's, its indented map orjson's,
 and its conversion of a chunk of samples lines the Python column path's, whenever it takes
 the chunk; it must never take a chunk that is not valid JSON of the common shape (the line
@@ -20,7 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rolleval.importers import _lmeval_strict, _write
+from rolleval._importers import _write
+from rolleval._importers.lmeval import _strict as _lmeval_strict
 
 C = _lmeval_strict._strict_c
 _ASCII_SPACE = "".join(chr(c) for c in range(128) if chr(c).isspace())

@@ -2,7 +2,8 @@
 
 The public surface is this module and the subpackages ``rolleval.metrics`` (exact
 estimators), ``rolleval.stats`` (intervals, tests, power), ``rolleval.records`` (the record
-model), ``rolleval.writer`` (the run writer importers use), ``rolleval.grading``,
+model), ``rolleval.rundir`` (the run directory and the writer importers use; also
+``rolleval.writer``), ``rolleval.grading``,
 ``rolleval.tasks``, ``rolleval.client``, ``rolleval.compare``, ``rolleval.errors`` and
 ``rolleval.testing`` (a scriptable OpenAI-compatible test server). Everything else is private
 and may change.
@@ -13,11 +14,14 @@ The commands of the CLI are thin layers over these functions: ``rolleval run`` i
 ``baseline save`` :func:`save_baseline` and ``plan`` :func:`plan_runs`.
 """
 
+from ._importers import import_run
 from ._public import publish
+from ._report._api import ReportResult, report_run
+from ._runner import RunOutcome, derive_seed, run_eval
+from ._runner._config import RunConfig, SamplingOverrides, build_config, load_config_file
+from ._runner._regrade import RegradeResult, regrade_run
 from ._version import __version__
-from .api import RegradeResult, ReportResult, regrade_run, report_run, show_records
 from .compare import compare_runs, gate_run, plan_runs, save_baseline
-from .config import RunConfig, SamplingOverrides, build_config, load_config_file
 from .errors import (
     DataError,
     MissingDependencyError,
@@ -26,8 +30,7 @@ from .errors import (
     SchemaVersionError,
     UsageError,
 )
-from .importers import import_run
-from .runner import RunOutcome, derive_seed, run_eval
+from .rundir._show import show_records
 
 __all__ = [
     "DataError",

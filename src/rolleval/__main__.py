@@ -1,3 +1,3 @@
-from .cli import _entry
+from ._cli import _entry
 
 _entry()

@@ -23,6 +23,7 @@ PUBLIC_MODULES = frozenset(
         "rolleval.grading",
         "rolleval.metrics",
         "rolleval.records",
+        "rolleval.rundir",
         "rolleval.stats",
         "rolleval.tasks",
         "rolleval.testing",

@@ -10,7 +10,7 @@
     └── RunError                  a run could not produce a result (all rollouts
                                   failed, server unreachable, grader pool died)      exit 4
 
-Exit codes of the whole tool (``rolleval.cli``):
+Exit codes of the whole tool (``rolleval._cli``):
 
 ====  ==========================================================
 0     success (includes "improvement", "equivalent", "no change")

@@ -8,11 +8,11 @@ import pytest
 
 from browser.conftest import HOSTILE, plant
 from rendered_numbers import missing
-from rolleval.api import report_run
+from rolleval import report_run
+from rolleval._report._html import compare_html, gate_html, report_html, write_html
+from rolleval._report._html_data import ProblemView, SideView, TaskView
 from rolleval.compare import compare_runs, gate_run
-from rolleval.html import compare_html, gate_html, report_html, write_html
-from rolleval.html_data import ProblemView, SideView, TaskView
-from rolleval.synthetic import write_synthetic_run
+from rolleval.testing._synthetic import write_synthetic_run
 
 pytestmark = pytest.mark.browser
 

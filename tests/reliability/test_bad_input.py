@@ -8,8 +8,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from rolleval.synthetic import write_synthetic_run
 from rolleval.testing import OpenAIServer
+from rolleval.testing._synthetic import write_synthetic_run
 
 from .conftest import run_cli, sum_responder, write_math_task, write_run_yaml
 

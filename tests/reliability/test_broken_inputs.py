@@ -5,7 +5,7 @@ The property, for every mutation that makes the input wrong: exit 2, one line on
 names the mutated file, no traceback, and not one byte changed on disk (inputs, run
 directories, no new files). Mutations a format accepts by design (an unknown column in a task
 data file, an unknown field in a record: forward compatibility) must instead give a normal
-result. The CLI runs in-process (``rolleval.cli.main``) against a real test server.
+result. The CLI runs in-process (``rolleval._cli.main``) against a real test server.
 
 Truncation of a YAML or CSV file can leave a valid file (a cut at a line end drops an
 optional key); such examples are discarded with ``assume`` after asking the same loaders
@@ -30,10 +30,10 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from rolleval.cli import main
+from rolleval._cli import main
 from rolleval.errors import RollevalError
-from rolleval.synthetic import write_synthetic_run
 from rolleval.testing import OpenAIServer
+from rolleval.testing._synthetic import write_synthetic_run
 
 from .conftest import math_task_entry, record_figure, sum_responder, write_math_task
 
@@ -246,8 +246,8 @@ CONFIG_ABSURD: dict[tuple[Any, ...], list[Any]] = {
 
 
 def _config_is_valid(path: Path) -> bool:
-    from rolleval.config import build_config, load_config_file
-    from rolleval.runner import resolve_tasks
+    from rolleval._runner import resolve_tasks
+    from rolleval._runner._config import build_config, load_config_file
 
     try:
         resolve_tasks(build_config(load_config_file(path)))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 
-from rolleval.sanitize import terminal_safe
+from rolleval._sanitize import terminal_safe
 from rolleval.testing import Fault, OpenAIServer
 
 from .conftest import (

@@ -1,4 +1,4 @@
-"""rolleval.sanitize: every form of a secret is redacted, a secret cut at the end of an
+"""rolleval._sanitize: every form of a secret is redacted, a secret cut at the end of an
 excerpt leaves nothing behind, unusable keys are refused without being shown."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from urllib.parse import quote, quote_plus
 
 import pytest
 
+from rolleval._sanitize import check_api_key, redact, redact_tail, register_secret, secret_forms
 from rolleval.client._errors import BODY_EXCERPT_CHARS, BODY_SCAN_BYTES, body_excerpt
 from rolleval.errors import UsageError
-from rolleval.sanitize import check_api_key, redact, redact_tail, register_secret, secret_forms
 
 SECRET = "tk-Sanit1ze/Te+st=Key%\\x'Q\"9"
 

@@ -15,8 +15,8 @@ from typing import Any, TypeVar
 import httpx
 import orjson
 
+from .._sanitize import check_api_key, redact, redact_value, register_secret
 from ..errors import UsageError
-from ..sanitize import check_api_key, redact, redact_value, register_secret
 from ._completion import Completion
 from ._config import EndpointConfig, SamplingParams
 from ._errors import Failure, body_excerpt, failure_from_exception, failure_from_status
@@ -508,7 +508,7 @@ def read_api_key(name: str) -> str:
 
     Refused with :class:`~rolleval.errors.UsageError` (exit 2) when the variable is unset or
     empty or the key holds a control, space or non-ASCII character. The key is registered
-    for redaction (:mod:`rolleval.sanitize`) before it is used anywhere.
+    for redaction (:mod:`rolleval._sanitize`) before it is used anywhere.
     """
     value = os.environ.get(name)
     if not value:

@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import httpx
 
-from ..sanitize import redact, redact_tail
+from .._sanitize import redact, redact_tail
 
 __all__: list[str] = []
 

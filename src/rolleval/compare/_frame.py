@@ -15,12 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .._version import __version__
-from ..errors import DataError, UsageError
-from ..metrics import metric_name, parse_metric_name
-from ..metrics._vote import vote_signatures
-from ..records import BASELINE_FORMAT, BASELINE_SCHEMA, BaselineFile, BaselineTask
-from ..report import (
+from .._report._build import (
     DEFAULT_TAUS,
     HEALTH_DEFINITIONS,
     health_counts,
@@ -28,8 +23,13 @@ from ..report import (
     report_ks,
     scored_mask,
 )
-from ..store import RunDir, atomic_write_json, collect_warnings, read_json, validate_model
-from ..table import TaskTable, load_task_table
+from .._version import __version__
+from ..errors import DataError, UsageError
+from ..metrics import metric_name, parse_metric_name
+from ..metrics._vote import vote_signatures
+from ..records import BASELINE_FORMAT, BASELINE_SCHEMA, BaselineFile, BaselineTask
+from ..rundir._store import RunDir, atomic_write_json, collect_warnings, read_json, validate_model
+from ..rundir._table import TaskTable, load_task_table
 
 __all__ = [
     "BASELINE_FORMAT",
@@ -46,7 +46,7 @@ __all__ = [
 ]
 
 #: Health metrics available to compare, all "lower is better": name -> definition. One
-#: definition each, shared with report.json and the gate (:data:`rolleval.report.HEALTH_DEFINITIONS`).
+#: definition each, shared with report.json and the gate (:data:`rolleval._report._build.HEALTH_DEFINITIONS`).
 HEALTH_METRICS = {name: definition for name, (_key, definition) in HEALTH_DEFINITIONS.items()}
 
 # settings that must agree for two frames to be comparable, and those that are only noted

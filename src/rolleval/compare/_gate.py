@@ -28,7 +28,8 @@ from typing import Any, Literal
 import numpy as np
 import yaml
 
-from ..config import load_yaml
+from .._report._build import pooled_rate
+from .._runner._config import load_yaml
 from ..errors import (
     EXIT_INCONCLUSIVE,
     EXIT_NEGATIVE,
@@ -37,7 +38,6 @@ from ..errors import (
     DataError,
     UsageError,
 )
-from ..report import pooled_rate
 from ._evidence import check_complete, refuse_incomplete
 from ._frame import HEALTH_METRICS, ProblemFrame, canonical_metric, load_frames, resolve_tasks
 from ._runs import TaskComparison, compare_frames, decide_overall
@@ -160,8 +160,8 @@ class GateOutcome:
         }
 
     def markdown(self) -> str:
-        """GitHub-flavoured Markdown (the ``md`` rendering of :func:`rolleval.render.render`)."""
-        from ..render import render
+        """GitHub-flavoured Markdown (the ``md`` rendering of :func:`rolleval._report._render.render`)."""
+        from .._report._render import render
 
         return render("gate", self.to_dict(), "md")
 
@@ -179,7 +179,7 @@ def _fmt_effect(comp: Any) -> str:
 
 
 def _candidate_level(frame: ProblemFrame, metric: str) -> float | None:
-    """A health metric over the whole task, pooled (:func:`rolleval.report.pooled_rate`):
+    """A health metric over the whole task, pooled (:func:`rolleval._report._build.pooled_rate`):
     the same number report.json prints; None when it is defined nowhere."""
     return pooled_rate(*frame.health[metric])
 

@@ -16,8 +16,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from .._report._build import pooled_rate
 from ..errors import EXIT_INCONCLUSIVE, EXIT_NEGATIVE, EXIT_OK, UsageError
-from ..report import pooled_rate
 from ._align import Alignment, align_frames
 from ._common_k import COMMON_K_METRICS, common_k_values
 from ._evidence import check_complete, drop_accounting, refuse_incomplete, unjudged_bound

@@ -1,8 +1,8 @@
 """The record model: one typed, versioned pydantic model per stream and per run file.
 
 Everything rolleval writes into a run directory goes through these models (the runner,
-``regrade``, :mod:`rolleval.synthetic`, importers via :class:`rolleval.store.RunWriter`),
-and the typed readers (:meth:`rolleval.store.TaskFiles.read_prompts` ...) read them back,
+``regrade``, :mod:`rolleval.testing._synthetic`, importers via :class:`rolleval.rundir.RunWriter`),
+and the typed readers (:meth:`rolleval.rundir._store.TaskFiles.read_prompts` ...) read them back,
 applying the effective-record rules once. ``docs/run-format.md`` documents the files;
 ``docs/architecture.md`` shows where each model sits on a rollout's path.
 

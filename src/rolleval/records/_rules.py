@@ -2,7 +2,7 @@
 
 Streams are append-only, so a resumed or crashed run can hold more than one line for the
 same problem or rollout. These rules, applied once by the typed readers
-(:meth:`rolleval.store.TaskFiles.read_prompts` and friends), decide which one counts:
+(:meth:`rolleval.rundir._store.TaskFiles.read_prompts` and friends), decide which one counts:
 
 * prompts: the first record of a problem id counts; a repeat with the same
   ``content_hash`` is a counted duplicate, one with another hash is an input error;
@@ -12,7 +12,7 @@ same problem or rollout. These rules, applied once by the typed readers
 * judgements: the first record of a (problem, index) counts; later ones are counted
   duplicates.
 
-The columnar reader behind reports (:mod:`rolleval.table`) applies the judgement rule in
+The columnar reader behind reports (:mod:`rolleval.rundir._table`) applies the judgement rule in
 numpy; ``tests/test_record_contract.py`` checks that both agree.
 """
 

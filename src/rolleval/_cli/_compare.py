@@ -1,0 +1,113 @@
+from __future__ import annotations
+
+import os
+from typing import Literal
+
+import click
+
+from .._report._render import FORMATS, emit
+from ..rundir._store import atomic_write_json
+from ._app import cli
+from ._options import (
+    allow_incomplete_option,
+    alpha_option,
+    confidence_level_option,
+    format_option,
+    html_option,
+    n_resamples_option,
+    observe_option,
+    output_option,
+    power_option,
+    seed_option,
+    tasks_option,
+    unmatched_option,
+)
+
+
+@cli.command("compare")
+@click.argument("baseline", type=click.Path(path_type=str))
+@click.argument("candidate", type=click.Path(path_type=str))
+@click.option(
+    "--metric",
+    default="pass@1",
+    show_default=True,
+    help="Any metric key a report prints (pass@1, pass@K, pass^K, G-Pass@K_TAU, mG-Pass@K, consecutive-pass^K, maj@n, self_consistency) or a health metric (unextracted_rate, truncation_rate, infra_error_rate, timeout_rate, grader_error_rate, output_tokens).",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Practical threshold, absolute on the metric's scale [0.02 for rates].",
+)
+@alpha_option
+@power_option()
+@confidence_level_option(default=None)
+@n_resamples_option
+@seed_option
+@tasks_option("Compare only this task (repeatable).")
+@unmatched_option
+@click.option(
+    "--require-provenance",
+    is_flag=True,
+    help="Refuse runs without content hashes instead of aligning by id.",
+)
+@observe_option
+@allow_incomplete_option
+@output_option
+@format_option(*FORMATS)
+@html_option()
+def compare_cmd(
+    html_path: str | None,
+    baseline: str,
+    candidate: str,
+    metric: str,
+    threshold: float | None,
+    alpha: float,
+    power: float,
+    confidence_level: float | None,
+    n_resamples: int,
+    seed: int,
+    tasks: tuple[str, ...],
+    unmatched: Literal["error", "exclude"],
+    require_provenance: bool,
+    observe: bool,
+    allow_incomplete: bool,
+    output: str | None,
+    fmt: str,
+) -> int:
+    """Compare CANDIDATE with BASELINE problem by problem and give a verdict.
+
+    BASELINE is a run directory or a baseline file (`rolleval baseline save`). Exit 0:
+    no regression (improvement, equivalent, or a significant change below the threshold);
+    1: regression; 3: inconclusive, not enough evidence, or a baseline task missing from the
+    candidate; 2: the runs cannot be compared; 4: a run is incomplete (resume it).
+    """
+    from ..compare import compare_runs
+
+    res = compare_runs(
+        baseline,
+        candidate,
+        metric=metric,
+        threshold=threshold,
+        alpha=alpha,
+        power=power,
+        confidence_level=confidence_level,
+        n_resamples=n_resamples,
+        rng=seed,
+        tasks=list(tasks) or None,
+        unmatched=unmatched,
+        require_provenance=require_provenance,
+        observe=observe,
+        allow_incomplete=allow_incomplete,
+    )
+    data = res.to_dict()
+    if output:
+        if os.path.dirname(output):
+            os.makedirs(os.path.dirname(output), exist_ok=True)
+        atomic_write_json(output, data)
+    click.echo(emit("compare", data, fmt))
+    if html_path:
+        from .._report._html import compare_html, write_html
+
+        click.echo(f"HTML report: {write_html(html_path, compare_html(data))}", err=fmt != "text")
+    return res.exit_code

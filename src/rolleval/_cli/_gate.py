@@ -1,0 +1,95 @@
+from __future__ import annotations
+
+from typing import Literal
+
+import click
+
+from .._report._render import FORMATS, emit
+from ..rundir._store import atomic_write_json
+from ._app import cli
+from ._options import (
+    allow_incomplete_option,
+    confidence_level_option,
+    format_option,
+    html_option,
+    n_resamples_option,
+    observe_option,
+    output_option,
+    power_option,
+    seed_option,
+    tasks_option,
+    unmatched_option,
+)
+
+
+@cli.command("gate")
+@click.argument("run", type=click.Path(path_type=str))
+@click.option(
+    "--baseline",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Baseline run directory or baseline file.",
+)
+@click.option(
+    "--policy",
+    type=click.Path(dir_okay=False, path_type=str),
+    default=None,
+    help="Policy YAML [pass@1 within 0.02; unextracted rate +0.02 at most; infra errors under 2%].",
+)
+@n_resamples_option
+@seed_option
+@power_option()
+@confidence_level_option(default=None, help="Of the intervals [1 - the policy's alpha].")
+@unmatched_option
+@observe_option
+@tasks_option("Gate only this task (repeatable; overrides the policy's tasks).")
+@allow_incomplete_option
+@output_option
+@format_option("github", *(f for f in FORMATS if f != "github"))
+@html_option()
+def gate_cmd(
+    fmt: str,
+    html_path: str | None,
+    run: str,
+    baseline: str,
+    policy: str | None,
+    n_resamples: int,
+    seed: int,
+    power: float,
+    confidence_level: float | None,
+    unmatched: Literal["error", "exclude"],
+    observe: bool,
+    tasks: tuple[str, ...],
+    allow_incomplete: bool,
+    output: str | None,
+) -> int:
+    """Gate RUN against a baseline: exit 1 if a regression is established or a limit broken,
+    3 if a gating metric is inconclusive or a baseline task is missing from RUN, 4 if the run
+    failed (incomplete, or infra errors over the limit), 0 otherwise. Prints a Markdown summary
+    (also appended to $GITHUB_STEP_SUMMARY when set)."""
+    from ..compare import gate_run, load_policy
+
+    res = gate_run(
+        run,
+        baseline,
+        policy=load_policy(policy),
+        n_resamples=n_resamples,
+        rng=seed,
+        power=power,
+        confidence_level=confidence_level,
+        unmatched=unmatched,
+        observe=observe,
+        allow_incomplete=allow_incomplete,
+        tasks=list(tasks) or None,
+    )
+    data = res.to_dict()
+    click.echo(emit("gate", data, fmt))
+    if output:
+        atomic_write_json(output, data)
+    if html_path:
+        from .._report._html import gate_html, write_html
+
+        click.echo(f"HTML report: {write_html(html_path, gate_html(data))}", err=fmt == "json")
+    if fmt != "json":
+        click.echo(f"\ngate: {res.verdict} (exit {res.exit_code})")
+    return res.exit_code

@@ -1,0 +1,140 @@
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import click
+
+from .._report._render import render_run_report
+from .._runner import run_eval
+from .._runner._config import OldSettingWarning, config_from_flags
+from .._sanitize import redact, terminal_safe
+from ._app import cli
+from ._options import unsafe_exec_option
+from ._unsafe import unsafe_exec_scope
+
+
+@cli.command("run")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="YAML run config; flags override it.",
+)
+@click.option(
+    "--model",
+    default=None,
+    help="Model name at the endpoint, or 'local' for the embedded llama.cpp model.",
+)
+@click.option(
+    "--endpoint",
+    "endpoints",
+    multiple=True,
+    help="Base URL, e.g. http://127.0.0.1:8000/v1 (repeatable).",
+)
+@click.option(
+    "--task", "tasks", multiple=True, help="Task name (repeatable); `rolleval tasks` lists them."
+)
+@click.option(
+    "-n",
+    "--rollouts",
+    "n_rollouts",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Rollouts per problem [8].",
+)
+@click.option(
+    "--k",
+    "ks",
+    type=click.IntRange(min=1),
+    multiple=True,
+    help="k values to report (repeatable) [powers of two up to n].",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=None,
+    help="First N problems of each task (sorted ids).",
+)
+@click.option("--seed", type=int, default=None, help="Run seed [0].")
+@click.option("--temperature", type=click.FloatRange(min=0), default=None)
+@click.option("--top-p", type=click.FloatRange(0, 1, min_open=True), default=None)
+@click.option("--max-tokens", type=click.IntRange(min=1), default=None)
+@click.option("--stop", "stop", multiple=True, help="Stop sequence (repeatable).")
+@click.option("--api", type=click.Choice(["chat", "completions"]), default=None)
+@click.option(
+    "--api-key-env", default=None, help="Name of the environment variable holding the API key."
+)
+@click.option(
+    "--concurrency", type=click.IntRange(min=1), default=None, help="Requests in flight [8]."
+)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Per-request timeout, seconds [120].",
+)
+@click.option(
+    "--server-option",
+    "server_options",
+    multiple=True,
+    help="llama.cpp server setting KEY=VALUE for --model local (repeatable).",
+)
+@click.option("--denominator-policy", type=click.Choice(["judged", "requested"]), default=None)
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(path_type=str),
+    help="Run directory to create (or continue with --resume).",
+)
+@click.option(
+    "--resume",
+    is_flag=True,
+    help="Continue the run in --out: only missing or failed rollouts are requested.",
+)
+@click.option(
+    "--server-n",
+    is_flag=True,
+    default=None,
+    help="One request per problem with n = its pending rollouts (servers that honour n only).",
+)
+@click.option("--no-progress", is_flag=True, help="Do not print progress.")
+@unsafe_exec_option
+def run_cmd(
+    config_path: str | None,
+    out: str,
+    resume: bool,
+    no_progress: bool,
+    unsafe_exec: bool,
+    **flags: Any,
+) -> int:
+    """Run n rollouts per problem against an OpenAI-compatible endpoint, grade and report.
+
+    Exit 0 when the run completed, 4 when every rollout failed, 2 on bad input, 130 when
+    interrupted (the run directory is then resumable with --resume).
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", OldSettingWarning)
+        config = config_from_flags(config_path, flags)
+    for w in caught:
+        if issubclass(w.category, OldSettingWarning):
+            click.echo(terminal_safe(f"rolleval: warning: {w.message}", one_line=True), err=True)
+        else:
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+    with unsafe_exec_scope(unsafe_exec):
+        outcome = run_eval(
+            config,
+            out,
+            resume=resume,
+            progress=not no_progress,
+            on_event=lambda m: click.echo(terminal_safe(redact(m), one_line=True), err=True),
+        )
+    click.echo(terminal_safe(render_run_report(outcome.report)))
+    click.echo(
+        f"\n{outcome.completed} rollouts completed, {outcome.failed} failed, in {outcome.seconds:.1f}s; "
+        f"run directory {outcome.path} (report.json inside)"
+    )
+    return 0

@@ -1,0 +1,90 @@
+"""Importing other harnesses' logs as rolleval runs.
+
+``import_run(format, source, out)`` reads what lm-evaluation-harness, Inspect AI, lighteval,
+TraceLens or SiEval wrote and writes a rolleval run directory, so ``report``, ``show``,
+``compare``, ``gate`` and ``baseline save`` work on it unchanged. Each format is one module
+with a reader (:class:`~._base.Reader`); all of them produce the same typed records and are
+written by one function (:func:`._write.write_imported_run`). ``docs/importers.md`` maps
+every field of every format.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from ..errors import DataError, UsageError
+from ._base import ImportedRun, ImportedTask, Reader
+from ._inspect import InspectReader
+from ._io import DEFAULT_MAX_UNZIPPED_BYTES
+from ._lighteval import LightevalReader
+from ._sieval import SiEvalReader
+from ._tracelens import TraceLensReader
+from ._write import write_imported_run
+from .lmeval._samples import LmEvalReader
+
+__all__ = ["FORMATS", "ImportedRun", "ImportedTask", "detect_format", "import_run"]
+
+_READERS: dict[str, Reader] = {
+    r.name: r
+    for r in (LmEvalReader(), InspectReader(), LightevalReader(), TraceLensReader(), SiEvalReader())
+}
+#: The FORMAT names ``rolleval import`` accepts.
+FORMATS: tuple[str, ...] = tuple(_READERS)
+
+
+def detect_format(source: str | os.PathLike[str]) -> str | None:
+    """The format ``source`` looks like (from names and first bytes), or ``None``."""
+    path = Path(source)
+    for name, reader in _READERS.items():
+        if reader.looks_like(path):
+            return name
+    return None
+
+
+def import_run(
+    format: str,
+    source: str | os.PathLike[str],
+    out: str | os.PathLike[str],
+    *,
+    regrade: str | dict[str, Any] | None = None,
+    max_unzipped_bytes: int = DEFAULT_MAX_UNZIPPED_BYTES,
+    on_task: Any = None,
+) -> dict[str, Any]:
+    """Import ``source`` (written by the tool ``format``) as a rolleval run at ``out``.
+
+    ``regrade`` re-judges every stored rollout with rolleval's grader of that type (a type
+    name such as ``"short_answer"``, or a full grader spec); by default verdicts come from
+    the source's own per-sample scores. Returns the import summary (also stored in the
+    run's ``manifest.json`` under ``"import"``). Nothing is left at ``out`` on failure.
+    """
+    if format not in _READERS:
+        raise UsageError(f"unknown import format {format!r}; accepted: {', '.join(FORMATS)}")
+    path = Path(source)
+    if not path.exists():
+        raise DataError("source not found; pass the file or folder the tool wrote", path=path)
+    reader = InspectReader(max_unzipped_bytes) if format == "inspect" else _READERS[format]
+    if not reader.looks_like(path):
+        guess = detect_format(path)
+        if guess is not None:
+            raise UsageError(
+                f"{path}: looks like {guess} output, not {format}; run: rolleval import {guess} {path} --out {out}"
+            )
+        raise DataError(
+            f"not recognisable as {format} output (nor as any format rolleval imports: {', '.join(FORMATS)}); "
+            "pass the file or folder the tool wrote",
+            path=path,
+        )
+    spec: dict[str, Any] | None
+    if regrade is None:
+        spec = None
+    else:
+        from ..grading import make_grader
+
+        spec = {"type": regrade} if isinstance(regrade, str) else dict(regrade)
+        grader = make_grader(spec)
+        grader.check_available()
+        spec = grader.spec
+    run = reader.read(path, regrade=spec["type"] if spec else None)
+    return write_imported_run(Path(out), run, regrade=spec, on_task=on_task)

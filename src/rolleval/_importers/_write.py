@@ -1,0 +1,278 @@
+"""Writing an imported run: the one place an importer touches the disk.
+
+:func:`write_imported_run` writes through :class:`rolleval.rundir.RunWriter`, which builds
+the run in a hidden partial directory beside ``out`` and renames it into place only when
+every task was read, written, (re)graded and reported. A failure at any point removes the
+partial directory: ``out`` is either absent or a complete run, never a partial one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import re
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .._report._build import InferenceSettings, task_report_of_columns
+from .._version import __version__
+from ..errors import UsageError
+from ..records import (
+    RunManifest,
+    RunSummary,
+    TaskSettings,
+)
+from ..rundir._store import JSON_FILE_OPTIONS, JsonlColumns, validate_model
+from ..rundir._table import JUDGEMENT_FIELDS, PromptRow
+from ..rundir._writer import RunWriter, TaskWriter
+from ._base import ImportedRun, ImportedTask, with_clusters
+from .lmeval._c import strict_c as _strict_c
+
+__all__ = ["write_imported_run"]
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def _dir_name(name: str) -> str:
+    """A source task name as a directory name that stays inside ``tasks/``."""
+    safe = _UNSAFE.sub("_", name).strip(".") or "task"
+    return safe
+
+
+@dataclass
+class _Written:
+    """What writing a task's records found: counts, content hashes by problem, whether any
+    reference exists, and (streamed tasks) the columns its report reads, so the report is
+    computed from them instead of re-reading the files just written."""
+
+    problems: int = 0
+    rollouts: int = 0
+    hashes: dict[str, str] = field(default_factory=dict)
+    any_reference: bool = False
+    columns: tuple[JsonlColumns, JsonlColumns] | None = None
+    hash_columns: tuple[list[str], list[str | None], list[int]] | None = None
+    """(Streamed tasks) problem ids, content hashes and the positions sorted by id, instead
+    of ``hashes``: task.json's map is written from them (:func:`_task_json`), without a
+    dict of a million entries."""
+
+
+_PROMPT_COLUMNS = list(PromptRow.__struct_fields__)
+
+
+def _write_records(tw: TaskWriter, task: ImportedTask) -> _Written:
+    """Write the task's prompts, rollouts and judgements into the run.
+
+    A streaming task is written batch by batch as the reader yields them (a batch is the
+    records of many problems, as encoded lines plus their report columns: a
+    :class:`~._batch.LineBatch`), so memory
+    stays bounded by a batch of records plus the task's report columns; a task of lists is
+    written as it is (its prompts sorted by problem id).
+    """
+    out = _Written()
+    if task.stream is None:
+        for p in task.prompts:
+            out.problems += 1
+            out.any_reference = out.any_reference or p.reference is not None
+            if p.content_hash:
+                out.hashes[p.problem_id] = p.content_hash
+        tw.write_prompts(task.prompts)
+        tw.add_rollouts(task.rollouts)
+        tw.add_judgements(with_clusters(task.judgements))
+        out.rollouts = len(task.rollouts)
+        return out
+
+    files = tw.files
+    task.record_files = (files.prompts, files.rollouts, files.judgements)
+    pcols: dict[str, list[Any]] = {f: [] for f in _PROMPT_COLUMNS}
+    jcols: dict[str, list[Any]] = {f: [] for f in JUDGEMENT_FIELDS}
+    for batch in task.stream:
+        tw.add_encoded_lines(batch.prompts, batch.rollouts, batch.judgements)
+        out.problems += batch.n_problems
+        out.rollouts += batch.n_rollouts
+        out.any_reference = out.any_reference or batch.any_reference
+        for cols, more in ((pcols, batch.pcols), (jcols, batch.jcols)):
+            for f, col in cols.items():
+                col.extend(more[f])
+    ids = pcols["problem_id"]
+    # sorted once, for task.json's map and for the report's table
+    order = sorted(range(len(ids)), key=ids.__getitem__)
+    out.hash_columns = (ids, pcols["content_hash"], order)
+    out.columns = (
+        JsonlColumns(pcols, len(ids), validated=True, order=order),
+        JsonlColumns(jcols, len(jcols["problem_id"]), validated=True),
+    )
+    return out
+
+
+_MEMBER = b'\n  "problem_hashes": '
+
+
+def _task_json(
+    dumped: dict[str, Any], ids: list[str], hashes: list[str | None], order: list[int]
+) -> list[bytes]:
+    """The bytes :func:`~rolleval.rundir._store.atomic_write_json` writes for ``dumped`` with
+    ``problem_hashes`` = ``{id: hash}`` over the two columns (ids distinct; None hashes left
+    out), built without that dict: at a million problems, building it and having orjson sort
+    it took a second. The members are sorted as orjson sorts keys (by code point, which is
+    Python's string order: ``order``, the positions sorted by id) and written by the C
+    extension where it is built. Returned as pieces of the file, not copied into one."""
+    text = orjson.dumps({**dumped, "problem_hashes": {}}, option=JSON_FILE_OPTIONS)
+    placeholder = _MEMBER + b"{}"
+    assert text.count(placeholder) == 1  # a top-level key: its indentation is unique
+    if _strict_c is not None:
+        body = _strict_c.indented_map(ids, hashes, order)
+    else:
+        members = {ids[i]: hashes[i] for i in order if hashes[i] is not None}
+        body = orjson.dumps(members, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n  ")
+    head, tail = text.split(placeholder)
+    return [head, _MEMBER, body, tail]
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause Python's cyclic garbage collector while an import runs: it creates millions of
+    short-lived acyclic objects (freed by reference counting) beside a growing set of
+    long-lived report columns, which the collector would otherwise re-scan over and over
+    (about a fifth of the import's time). Restored, on the way out."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _check_out(out: Path) -> None:
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError(
+            f"{out}: already exists; choose another --out (an import never overwrites)"
+        )
+
+
+def write_imported_run(
+    out: Path,
+    run: ImportedRun,
+    *,
+    regrade: dict[str, Any] | None,
+    on_task: Callable[[ImportedTask, dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Write ``run`` as a rolleval run directory at ``out`` and return the import summary.
+
+    ``regrade`` is a grader spec: each task's stored rollouts are re-judged with it (the
+    source's own verdicts stay beside them as ``judgements.prev.jsonl``). The summary is
+    stored in ``manifest.json`` under ``"import"``. ``on_task(task, entry)`` is called after
+    each task is written (for progress output).
+    """
+    from .._report._api import report_run
+    from .._runner._regrade import regrade_run
+
+    out = Path(out)
+    _check_out(out)
+    summary: dict[str, Any] = {
+        "format": run.format,
+        "source": str(run.source),
+        "correctness": "regraded" if regrade else "source",
+        "regrade_grader": regrade,
+        "tasks": {},
+        "totals": {"tasks": 0, "problems": 0, "rollouts": 0},
+    }
+    manifest = RunManifest(
+        run_id=uuid.uuid4().hex,
+        created_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        rolleval_version=__version__,
+        status="completed",
+        config=RunSummary(model=run.model),
+        provenance={"imported": run.provenance},
+    )
+    with _gc_paused(), RunWriter.create(out, manifest, command="import") as writer:
+        names: list[str] = []
+        task_reports: dict[str, dict[str, Any]] = {}
+        for task in run.tasks:
+            task.name = _dir_name(task.name)
+            if task.name in names:
+                raise UsageError(
+                    f"{run.source}: two source tasks map to the rolleval task {task.name!r}; "
+                    "import them separately"
+                )
+            names.append(task.name)
+            tw = writer.add_task(TaskSettings(name=task.name), [])
+            written = _write_records(tw, task)
+            n_problems, n_rollouts = written.problems, written.rollouts
+            tw.close()
+            if run.model is None and isinstance(task.settings.get("source"), dict):
+                run.model = task.settings["source"].get("model")
+            settings = validate_model(
+                {
+                    "name": task.name,
+                    "n_rollouts": None,
+                    "denominator_policy": "judged",
+                    "score_key": "correct",
+                    **task.settings,
+                    "n_problems": n_problems,
+                },
+                TaskSettings,
+                path=run.source,
+                what=f"settings of source task {task.name!r}",
+                fix="the source's settings are not what its format promises",
+            )
+            # the problem hashes (one per problem, str -> str, built here from validated
+            # records) are set after validation and dumped once, for task.json and the report
+            dumped = settings.model_dump(mode="json", exclude_none=True)
+            if written.hash_columns is not None:
+                dumped["problem_hashes"] = {}  # the report does not read them
+                tw.write_settings(settings, data=_task_json(dumped, *written.hash_columns))
+            else:
+                dumped["problem_hashes"] = written.hashes
+                settings = settings.model_copy(update={"problem_hashes": written.hashes})
+                tw.write_settings(settings, dumped=dumped)
+            if regrade is None and written.columns is not None:
+                # as read back from task.json: the keys the file holds (None left out)
+                task_reports[task.name] = task_report_of_columns(
+                    tw.files, dumped, *written.columns, InferenceSettings()
+                )
+            written.columns = None
+            if regrade is not None:
+                if not written.any_reference:
+                    raise UsageError(
+                        f"{run.source}: --regrade needs the reference answers, which this "
+                        f"{run.format} source does not carry (task {task.name!r}); import it "
+                        "without --regrade to keep the source's own verdicts"
+                    )
+                # The writer holds the partial directory's lock; regrade takes it again
+                # (re-entrant within this process).
+                regrade_run(writer.run.path, task=task.name, grader_spec=regrade, workers=0)
+            entry = {
+                "problems": n_problems,
+                "rollouts": n_rollouts,
+                "correctness": "regraded" if regrade else "source",
+                "aligned_by": task.aligned_by,
+                "unmapped": task.unmapped.as_list(),
+                "notes": task.notes,
+                "source_metrics": task.source_metrics,
+            }
+            summary["tasks"][task.name] = entry
+            summary["totals"]["tasks"] += 1
+            summary["totals"]["problems"] += n_problems
+            summary["totals"]["rollouts"] += n_rollouts
+            if on_task is not None:
+                on_task(task, entry)
+            del task
+        if not names:
+            raise UsageError(f"{run.source}: no task found to import")
+        writer.write_manifest(
+            writer.manifest.model_copy(
+                update={"config": RunSummary(model=run.model), "import_": summary}
+            )
+        )
+        report_run(writer.run, task_reports=task_reports)
+        _check_out(out)
+        writer.finish()
+    return summary

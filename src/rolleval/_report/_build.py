@@ -1,0 +1,568 @@
+"""Task and run reports, recomputed from stored judgements with zero model calls.
+
+:func:`task_report` turns a :class:`~rolleval.rundir._table.TaskTable` into a JSON-ready dict: every
+metric of the sampled-answer family with its numerator, denominator, availability and
+interval, and the health signals. The same inputs always give the same bytes (no clocks, no
+paths, canonical order), so ``rolleval report`` reproduces a stored report exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from .. import metrics as M
+from .._version import __version__
+from ..errors import DataError, UsageError
+from ..rundir._store import JsonlColumns, RunDir, TaskFiles, atomic_write_json, collect_warnings
+from ..rundir._table import STATUS_CODES, TaskTable, build_task_table, load_task_table
+from ..stats import grouped_bootstrap_columns
+
+__all__ = [
+    "DEFAULT_TAUS",
+    "DENOMINATOR_POLICIES",
+    "HEALTH_DEFINITIONS",
+    "REPORT_VERSION",
+    "TIMEOUT_POLICIES",
+    "InferenceSettings",
+    "build_run_report",
+    "health_counts",
+    "per_problem_values",
+    "pooled_rate",
+    "report_ks",
+    "scored_mask",
+    "task_report",
+    "write_run_report",
+]
+
+REPORT_VERSION = 1
+DENOMINATOR_POLICIES = ("judged", "requested")
+#: ``failure``: a rollout that timed out counts as a failure in every metric (the estimand is
+#: "passes within the time budget"); ``excluded``: it is left out like an infra error.
+TIMEOUT_POLICIES = ("failure", "excluded")
+DEFAULT_TAUS = M.DEFAULT_TAUS
+
+#: The health quantities, one definition each, shared by ``report.json``, ``compare`` and
+#: ``gate``: name -> (report key, definition). Every rate is pooled over the task (or over
+#: the compared problems): the sum of the per-problem numerators over the sum of the
+#: per-problem denominators (:func:`health_counts`, :func:`pooled_rate`). All are "lower is
+#: better".
+HEALTH_DEFINITIONS: dict[str, tuple[str, str]] = {
+    "unextracted_rate": (
+        "n_unextracted",
+        "graded rollouts with no extracted answer / graded rollouts",
+    ),
+    "truncation_rate": ("n_truncated", "completed rollouts cut at max_tokens / completed rollouts"),
+    "infra_error_rate": (
+        "infra_errors",
+        "rollouts lost to connection-level errors (refused, reset, 5xx) / requested rollouts",
+    ),
+    "timeout_rate": (
+        "timeouts",
+        "rollouts with no answer within the time budget / requested rollouts",
+    ),
+    "grader_error_rate": (
+        "grader_errors",
+        "completed rollouts whose grading failed / completed rollouts",
+    ),
+    "output_tokens": (
+        "output_tokens_mean",
+        "completion tokens / completed rollouts that reported token usage",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class InferenceSettings:
+    """How intervals are computed; recorded in every report."""
+
+    n_resamples: int = 10_000
+    confidence_level: float = 0.95
+    rng: int = 0
+    """Seed of the bootstrap: an int, so that it is recorded (as ``seed``) and the same
+    settings give the same bytes."""
+
+    @classmethod
+    def from_record(cls, data: Mapping[str, Any] | None) -> InferenceSettings:
+        """From a task.json ``inference`` entry, where the seed is spelled ``seed``."""
+        values = dict(data or {})
+        if "seed" in values:
+            values["rng"] = values.pop("seed")
+        return cls(**values)
+
+    def __post_init__(self) -> None:
+        if not (0 < self.confidence_level < 1):
+            raise UsageError(f"confidence_level must be in (0, 1), got {self.confidence_level}")
+        if self.n_resamples < 1:
+            raise UsageError(f"n_resamples must be >= 1, got {self.n_resamples}")
+
+
+def _rate(count: int, of: int, *, what: str) -> dict[str, Any]:
+    """A health count with its denominator; the rate is N/A when nothing could be counted."""
+    out: dict[str, Any] = {"count": int(count), "of": int(of)}
+    if of > 0:
+        out["rate"] = count / of
+    else:
+        out["rate"] = None
+        out["reason"] = f"no {what}"
+    return out
+
+
+def scored_mask(table: TaskTable, timeout_policy: str = "failure") -> np.ndarray:
+    """Rollouts that enter the metrics: graded rollouts, plus timeouts (as failures) under
+    ``timeout_policy="failure"``."""
+    if timeout_policy not in TIMEOUT_POLICIES:
+        raise UsageError(
+            f"timeout_policy must be one of {', '.join(TIMEOUT_POLICIES)}, got {timeout_policy!r}"
+        )
+    if timeout_policy == "excluded":
+        return table.r_gradable
+    return table.r_gradable | (table.r_status == STATUS_CODES["timeout"])
+
+
+def health_counts(table: TaskTable) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per-problem numerator and denominator of every health quantity (:data:`HEALTH_DEFINITIONS`).
+
+    The rate of a set of problems is :func:`pooled_rate` of these over the set; report,
+    compare and gate all use it, so one name has one value for one run.
+    """
+    st = table.r_status
+    g = table.r_gradable
+    ok = st == STATUS_CODES["ok"]
+    req = table.requested.astype(np.float64)
+    has_tok = ok & ~np.isnan(table.r_output_tokens)
+    n_ok = table.per_problem(ok)
+    return {
+        "unextracted_rate": (table.per_problem(g & ~table.r_extracted), table.per_problem(g)),
+        "truncation_rate": (table.per_problem(ok & table.r_truncated), n_ok),
+        "infra_error_rate": (table.per_problem(st == STATUS_CODES["infra_error"]), req),
+        "timeout_rate": (table.per_problem(st == STATUS_CODES["timeout"]), req),
+        "grader_error_rate": (table.per_problem(ok & table.r_grader_error), n_ok),
+        "output_tokens": (
+            table.per_problem(has_tok, np.nan_to_num(table.r_output_tokens)),
+            table.per_problem(has_tok),
+        ),
+    }
+
+
+def pooled_rate(num: np.ndarray, den: np.ndarray) -> float | None:
+    """``sum(num) / sum(den)``; None (not measured) when the denominator is 0."""
+    total = float(np.sum(den))
+    return float(np.sum(num)) / total if total > 0 else None
+
+
+def report_ks(table: TaskTable, settings: dict[str, Any]) -> list[int]:
+    """The draw counts a task reports: its ``ks`` setting, else :func:`rolleval.metrics.default_ks`
+    of the smallest requested rollout count (the one rule for reports, compare and gate)."""
+    if settings.get("ks"):
+        return [int(k) for k in settings["ks"]]
+    req_min = int(table.requested.min()) if table.n_problems else 1
+    return M.default_ks(max(req_min, 1))
+
+
+def _window_values(table: TaskTable, k: int, gradable_only: np.ndarray) -> np.ndarray:
+    """Per-problem consecutive-window pass^k (NaN = no complete window).
+
+    Trials are ordered by rollout index; a window is k consecutive indices that are all
+    present and gradable; its value is 1 when all k passed.
+    """
+    T = table.n_problems
+    out = np.full(T, np.nan)
+    if T == 0 or len(table.r_index) == 0:
+        return out
+    width = int(table.r_index.max()) + 1
+    if k > width:
+        return out
+    present = np.zeros((T, width), dtype=np.int32)
+    passed = np.zeros((T, width), dtype=np.int32)
+    present[table.r_problem[gradable_only], table.r_index[gradable_only]] = 1
+    sel = gradable_only & table.r_correct
+    passed[table.r_problem[sel], table.r_index[sel]] = 1
+
+    def window_sums(a: np.ndarray) -> np.ndarray:
+        cs = np.concatenate([np.zeros((T, 1), np.int32), np.cumsum(a, axis=1)], axis=1)
+        return cs[:, k:] - cs[:, :-k]
+
+    complete = window_sums(present) == k
+    allpass = window_sums(passed) == k
+    n_complete = complete.sum(axis=1)
+    n_pass = (complete & allpass).sum(axis=1)
+    ok = n_complete > 0
+    out[ok] = n_pass[ok] / n_complete[ok]
+    return out
+
+
+def per_problem_values(
+    table: TaskTable,
+    *,
+    ks: list[int],
+    taus: tuple[float, ...] = DEFAULT_TAUS,
+    denominator_policy: str = "judged",
+    score_key: str = "correct",
+    timeout_policy: str = "failure",
+) -> dict[str, tuple[np.ndarray, dict[str, Any], str | None]]:
+    """Per-problem values of every metric: ``name -> (values, params, reason_if_unavailable)``.
+
+    ``values[i]`` is NaN where problem ``i`` is not eligible for that metric. The rollouts
+    that enter are :func:`scored_mask`: graded rollouts and, by default, timeouts as failures.
+    Besides the pass@k family, maj@n, self-consistency and consecutive pass^k, every named
+    per-rollout judgement metric ``m`` gives ``metrics.m``: per problem, the mean of ``m``
+    over the gradable rollouts that report it (whatever the denominator policy).
+    """
+    if denominator_policy not in DENOMINATOR_POLICIES:
+        raise UsageError(
+            f"denominator_policy must be one of {', '.join(DENOMINATOR_POLICIES)}, got {denominator_policy!r}"
+        )
+    T = table.n_problems
+    g = scored_mask(table, timeout_policy)
+    n_gradable = table.per_problem(g).astype(np.int64)
+    c_correct = table.per_problem(g & table.r_correct).astype(np.int64)
+    n = n_gradable if denominator_policy == "judged" else table.requested.copy()
+    out: dict[str, tuple[np.ndarray, dict[str, Any], str | None]] = {}
+    binary = score_key == "correct"
+
+    family_ks = [k for k in ks if k > 1]  # k = 1 of every family is pass@1, reported once
+    if binary:
+        suite = M.suite_metrics(n, c_correct, ks=family_ks, taus=taus)
+        for name, mv in suite.metrics.items():
+            out[name] = (suite.per_problem[name], dict(mv.params), mv.reason)
+    else:
+        # Graded score: pass@1 = mean score; the combinatorial family needs pass/fail.
+        s = table.per_problem(g, np.nan_to_num(table.r_score))  # a timeout scores 0
+        vals = np.full(T, np.nan)
+        ok = n > 0
+        vals[ok] = s[ok] / n[ok]
+        out["pass@1"] = (
+            vals,
+            {"k": 1, "score_key": score_key},
+            "no problem has a gradable rollout",
+        )
+        for k in family_ks:
+            out[f"pass@{k}"] = (
+                np.full(T, np.nan),
+                {"k": k},
+                f"pass@{k} needs a pass/fail score_key ('correct'), this task reports {score_key!r}",
+            )
+
+    # majority vote over gradable rollouts (clusters supplied by the grader)
+    votes = M.majority_vote_array(table.r_problem[g], table.r_cluster[g], table.r_correct[g], T)
+    maj, sc = votes.correct, votes.self_consistency
+    if denominator_policy == "requested":
+        # self-consistency divides by the requested rollouts; a problem with none judged votes wrong
+        modal = np.asarray(votes.modal_size, dtype=np.float64)
+        sc = np.where(table.requested > 0, modal / np.maximum(table.requested, 1), np.nan)
+        maj = np.where(np.isnan(maj) & (table.requested > 0), 0.0, maj)
+    out["maj@n"] = (maj, {}, "no problem has a gradable rollout")
+    out["self_consistency"] = (sc, {}, "no problem has a gradable rollout")
+
+    for k in family_ks:
+        vals = _window_values(table, k, g)
+        out[f"consecutive-pass^{k}"] = (
+            vals,
+            {"k": k},
+            f"no problem has {k} consecutive gradable rollouts",
+        )
+
+    # every named judgement metric: per problem, the mean over gradable rollouts reporting it
+    # (a timeout scored as a failure counts, with the value 0, as for a graded score)
+    timed_out = g & ~table.r_gradable
+    for name, column in table.r_metrics.items():
+        has = (g & ~np.isnan(column)) | timed_out
+        count = table.per_problem(has)
+        total = table.per_problem(has, np.nan_to_num(column))
+        vals = np.full(T, np.nan)
+        ok = count > 0
+        vals[ok] = total[ok] / count[ok]
+        out[f"metrics.{name}"] = (
+            vals,
+            {"metric": name},
+            f"no gradable rollout reports the metric {name!r}",
+        )
+    return out
+
+
+def _intervals(
+    columns: dict[str, np.ndarray], inference: InferenceSettings
+) -> dict[str, dict[str, Any]]:
+    """Bootstrap intervals for many metrics.
+
+    Metrics that are functions of a problem's (n, c) and share the same eligible problems
+    (pass@k, pass^k, G-Pass@k_tau, mG-Pass@k at one k) share one set of resamples; every other
+    metric gets its own. Each set is drawn from a fresh generator seeded with
+    ``inference.rng``, so a metric's interval does not depend on which others are reported.
+    """
+    groups: dict[tuple[bytes, str], list[str]] = {}
+    for name, vals in columns.items():
+        shared = name.startswith(("pass@", "pass^", "G-Pass@", "mG-Pass@"))
+        key = (np.packbits(~np.isnan(vals)).tobytes(), "nc" if shared else name)
+        groups.setdefault(key, []).append(name)
+    out: dict[str, dict[str, Any]] = {}
+    for names in groups.values():
+        matrix = np.column_stack([columns[n] for n in names])
+        results = grouped_bootstrap_columns(
+            matrix,
+            n_resamples=inference.n_resamples,
+            confidence_level=inference.confidence_level,
+            rng=inference.rng,
+        )
+        for name, res in zip(names, results):
+            entry = {
+                "method": "percentile bootstrap over problems",
+                "unit": "problem",
+                "low": res.low,
+                "high": res.high,
+                "confidence_level": inference.confidence_level,
+                "n_resamples": inference.n_resamples,
+                "seed": inference.rng,
+                "status": res.status,
+            }
+            if res.reason:
+                entry["reason"] = res.reason
+            out[name] = entry
+    return out
+
+
+def task_report(
+    table: TaskTable,
+    settings: dict[str, Any],
+    *,
+    inference: InferenceSettings | None = None,
+) -> dict[str, Any]:
+    """The report of one task, as a JSON-ready dict (see ``docs/run-format.md``)."""
+    from .. import stats
+
+    inference = inference or InferenceSettings.from_record(settings.get("inference"))
+    policy = settings.get("denominator_policy", "judged")
+    score_key = settings.get("score_key", "correct")
+    T = table.n_problems
+    ks = report_ks(table, settings)
+    taus = tuple(float(t) for t in settings.get("taus", DEFAULT_TAUS))
+    timeout_policy = settings.get("timeout_policy", "failure")
+
+    g = table.r_gradable
+    n_gradable = table.per_problem(g).astype(np.int64)
+    n_scored = table.per_problem(scored_mask(table, timeout_policy)).astype(np.int64)
+    values = per_problem_values(
+        table,
+        ks=ks,
+        taus=taus,
+        denominator_policy=policy,
+        score_key=score_key,
+        timeout_policy=timeout_policy,
+    )
+
+    metrics_out: dict[str, Any] = {}
+    available: dict[str, np.ndarray] = {}
+    for name, (vals, params, reason) in values.items():
+        mv = M.summarize(name, vals, params=params, reason_if_empty=reason or "not measured")
+        entry = asdict(mv)
+        entry.pop("name", None)
+        metrics_out[name] = entry
+        if mv.status == "ok":
+            available[name] = vals
+    for name, ci in _intervals(available, inference).items():
+        metrics_out[name]["ci"] = ci
+
+    # analytic standard errors on pass@1 (Miller 2024)
+    p1 = values["pass@1"][0]
+    elig = p1[~np.isnan(p1)]
+    se: dict[str, Any] = {"clt": stats.clt_se(elig) if len(elig) >= 2 else None}
+    if se["clt"] is None:
+        se["reason"] = "fewer than 2 eligible problems"
+    if table.clusters.count(None) != len(table.clusters):  # any declared cluster
+        keys = np.array(
+            [c if c is not None else f"\x00{i}" for i, c in enumerate(table.clusters)], dtype=object
+        )
+        mask = ~np.isnan(p1)
+        se["clustered"] = stats.clustered_se(elig, keys[mask]) if mask.sum() >= 2 else None
+        se["cluster_method"] = "CR1 sandwich over declared clusters"
+    if metrics_out["pass@1"]["status"] == "ok":
+        metrics_out["pass@1"]["se"] = se
+
+    # --- rollout accounting and health ---
+    st = table.r_status
+    ok_status = st == STATUS_CODES["ok"]
+    n_requested = int(table.requested.sum())
+    n_records = len(st)
+    n_skipped = int((st == STATUS_CODES["skipped"]).sum())
+    n_g = int(g.sum())
+    dist: dict[str, int] = {}
+    for v, cnt in zip(*np.unique(n_gradable, return_counts=True)):
+        dist[str(int(v))] = int(cnt)
+    hc = health_counts(table)
+    whats = {
+        "unextracted_rate": "graded rollouts",
+        "truncation_rate": "completed rollouts",
+        "infra_error_rate": "requested rollouts",
+        "timeout_rate": "requested rollouts",
+        "grader_error_rate": "completed rollouts",
+    }
+    health: dict[str, Any] = {
+        HEALTH_DEFINITIONS[name][0]: _rate(int(num.sum()), int(den.sum()), what=what)
+        for name, what in whats.items()
+        for num, den in (hc[name],)
+    }
+    tok_num, tok_den = hc["output_tokens"]
+    tok = pooled_rate(tok_num, tok_den)
+    health.update(
+        {
+            "n_short": _rate(int((n_scored < table.requested).sum()), T, what="problems"),
+            "skipped": _rate(n_skipped, n_requested, what="requested rollouts"),
+            "missing": _rate(n_requested - n_records, n_requested, what="requested rollouts"),
+            "duplicate_judgements": int(table.n_duplicate_judgements),
+            "unexpected_indices": int(table.n_unexpected),
+            "duplicate_prompts": int(table.n_duplicate_prompts),
+            "torn_lines": dict(sorted(table.torn_lines.items())),
+            "output_tokens_mean": (
+                {"value": tok, "of": int(tok_den.sum())}
+                if tok is not None
+                else {"value": None, "of": 0, "reason": "no completed rollout reported token usage"}
+            ),
+        }
+    )
+    rollouts = {
+        "requested": n_requested,
+        "records": n_records,
+        "completed": int(ok_status.sum()),
+        "gradable": n_g,
+        "scored": int(n_scored.sum()),
+        "correct": int((g & table.r_correct).sum()),
+        "gradable_per_problem": dist,
+    }
+    return {
+        "report_version": REPORT_VERSION,
+        "task": settings.get("name"),
+        "grader": settings.get("grader_identity"),
+        "denominator_policy": policy,
+        "timeout_policy": timeout_policy,
+        "score_key": score_key,
+        "ks": ks,
+        "taus": list(taus),
+        "problems": {"total": T, "with_gradable_rollout": int((n_gradable > 0).sum())},
+        "rollouts": rollouts,
+        "metrics": metrics_out,
+        "health": health,
+        "inference": _inference_block(inference),
+    }
+
+
+def build_run_report(
+    run: RunDir,
+    *,
+    inference: InferenceSettings | None = None,
+    task_reports: Mapping[str, dict[str, Any]] | None = None,
+) -> tuple[dict[str, Any], list[str]]:
+    """Recompute every task's report from disk. Returns (report, warning messages).
+
+    ``task_reports``: reports of some tasks already computed from their records in memory
+    (:func:`task_report_of_columns`, by a writer that just wrote them), used as they are
+    when computed with the same ``inference``."""
+    tasks: dict[str, Any] = {}
+    with collect_warnings() as caught:
+        for task in run.tasks():
+            pre = (task_reports or {}).get(task.name)
+            if (
+                pre is not None
+                and inference is not None
+                and pre["inference"] == _inference_block(inference)
+            ):
+                tasks[task.name] = pre
+            else:
+                tasks[task.name] = _one_task(task, inference)
+    report = {
+        "report_version": REPORT_VERSION,
+        "rolleval_version": __version__,
+        "run_id": run.manifest.get("run_id"),
+        "model": (run.manifest.get("config") or {}).get("model"),
+        "tasks": tasks,
+    }
+    return report, [str(w.message) for w in caught]
+
+
+def _check_settings(settings: dict[str, Any], task: TaskFiles) -> None:
+    """The task.json settings a report reads have the types and ranges they must have."""
+
+    def fail(message: str) -> None:
+        raise DataError(f"{message}; restore the file (or regrade the run)", path=task.task_json)
+
+    n = settings.get("n_rollouts")
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        fail(f"n_rollouts must be an integer >= 1, got {n!r:.40}")
+    ks = settings.get("ks")
+    top = n if isinstance(n, int) else None
+    if ks is not None and (
+        not isinstance(ks, list)
+        or not all(
+            isinstance(k, int) and not isinstance(k, bool) and 1 <= k <= (top or k) for k in ks
+        )
+    ):
+        fail(f"ks must be a list of integers from 1 to n_rollouts ({top}), got {ks!r:.60}")
+    for key in ("denominator_policy", "score_key", "name"):
+        if key in settings and not isinstance(settings[key], str):
+            fail(f"{key} must be a string, got {settings[key]!r:.40}")
+    for key in ("inference", "problem_hashes", "grader", "sampling"):
+        if settings.get(key) is not None and not isinstance(settings[key], dict):
+            fail(f"{key} must be a JSON object, got {type(settings[key]).__name__}")
+
+
+def _inference_block(inference: InferenceSettings) -> dict[str, Any]:
+    """The ``inference`` entry :func:`task_report` writes for these settings."""
+    return {
+        "method": "percentile bootstrap over problems",
+        "unit": "problem",
+        "n_resamples": inference.n_resamples,
+        "confidence_level": inference.confidence_level,
+        "seed": inference.rng,
+    }
+
+
+def task_report_of_columns(
+    task: TaskFiles,
+    settings: dict[str, Any],
+    prompts: JsonlColumns,
+    judgements: JsonlColumns,
+    inference: InferenceSettings,
+) -> dict[str, Any]:
+    """The report of a task whose ``task.json`` holds ``settings`` and whose files hold
+    exactly these records (columns of :class:`~rolleval.rundir._table.PromptRow` and
+    :class:`~rolleval.rundir._table.ScoredJudgementRow` fields): what reading the files back gives,
+    without reading them."""
+    settings = dict(settings)
+    _check_settings(settings, task)
+    settings.setdefault("name", task.name)
+    table = build_task_table(
+        prompts,
+        judgements,
+        requested=settings.get("n_rollouts"),
+        prompts_path=task.prompts,
+        judgements_path=task.judgements,
+        score_key=settings.get("score_key", "correct"),
+    )
+    return _task_report_checked(table, settings, task, inference)
+
+
+def _one_task(task: TaskFiles, inference: InferenceSettings | None) -> dict[str, Any]:
+    settings = task.read_task()
+    _check_settings(settings, task)
+    settings.setdefault("name", task.name)
+    table = load_task_table(task, settings=settings)
+    return _task_report_checked(table, settings, task, inference)
+
+
+def _task_report_checked(
+    table: TaskTable, settings: dict[str, Any], task: TaskFiles, inference: InferenceSettings | None
+) -> dict[str, Any]:
+    try:
+        return task_report(table, settings, inference=inference)
+    except UsageError as exc:  # a setting stored in task.json is wrong
+        raise DataError(f"{exc}; restore the file", path=task.task_json) from None
+
+
+def write_run_report(run: RunDir, report: dict[str, Any]) -> None:
+    """Atomically write the run report and each task's report."""
+    for name, rep in report["tasks"].items():
+        atomic_write_json(run.task(name).report, rep)
+    atomic_write_json(run.report_path, report)

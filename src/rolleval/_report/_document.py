@@ -1,0 +1,507 @@
+"""One report model for every renderer.
+
+A run report (``report.json``), a comparison (``CompareResult.to_dict()``) and a gate
+outcome (``GateOutcome.to_dict()``) are each turned into one short list of blocks (titles,
+paragraphs, tables, bullet lists, collapsible details) by :func:`run_doc`,
+:func:`compare_doc` and :func:`gate_doc`. The text, Markdown and HTML renderers
+(:mod:`rolleval._report._render`, :mod:`rolleval._report._html`) only lay these blocks out, so every format
+states the same facts: every suite number with numerator/denominator and interval, N/A with
+its reason, the verdict with effect, interval, threshold, exit code and MDE, and the problems
+compared and dropped by reason.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "Block",
+    "Bullets",
+    "Details",
+    "Para",
+    "Table",
+    "Title",
+    "compare_doc",
+    "f4",
+    "gate_doc",
+    "run_doc",
+    "s4",
+]
+
+
+@dataclass
+class Title:
+    text: str
+    level: int = 1
+    verdict: str | None = None
+    """A verdict word shown as a badge (coloured on a terminal, styled in HTML)."""
+
+
+@dataclass
+class Para:
+    text: str
+
+
+@dataclass
+class Table:
+    columns: list[str]
+    rows: list[list[str]]
+    left: int = 1
+    """How many leading columns are text (left-aligned); the rest are numbers."""
+
+
+@dataclass
+class Bullets:
+    items: list[str]
+
+
+@dataclass
+class Details:
+    summary: str
+    blocks: list[Block] = field(default_factory=list)
+
+
+Block = Title | Para | Table | Bullets | Details
+
+
+def f4(v: float | None) -> str:
+    return "N/A" if v is None else f"{v:.4f}"
+
+
+def s4(v: float | None) -> str:
+    return "N/A" if v is None else f"{v:+.4f}"
+
+
+def _p(v: float | None) -> str:
+    return "N/A" if v is None else f"{v:.3g}"
+
+
+def _count(x: float | None) -> str:
+    if x is None:
+        return "N/A"
+    return str(int(x)) if float(x).is_integer() else f"{x:.3f}"
+
+
+def _pct(r: float | None) -> str:
+    return "N/A" if r is None else f"{100 * r:.2f}%"
+
+
+def _words(v: str) -> str:
+    return v.replace("_", " ")
+
+
+def _num_g(v: Any) -> str:
+    return "N/A" if v is None else f"{v:g}"
+
+
+# --------------------------------------------------------------------------- run report
+
+
+HEALTH_ROWS = (
+    "n_unextracted",
+    "n_truncated",
+    "n_short",
+    "infra_errors",
+    "timeouts",
+    "grader_errors",
+    "skipped",
+    "missing",
+)
+
+
+def _ci_cell(ci: dict[str, Any] | None) -> str:
+    if not ci:
+        return "no interval"
+    if ci.get("status") == "ok":
+        return f"[{f4(ci['low'])}, {f4(ci['high'])}]"
+    if ci.get("low") is not None and ci.get("status") == "degenerate":
+        return f"[{f4(ci['low'])}, {f4(ci['high'])}] degenerate"
+    return f"N/A: {ci.get('reason') or ci.get('status')}"
+
+
+def metric_rows(rep: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for name, m in rep["metrics"].items():
+        if m["status"] != "ok":
+            rows.append([name, "N/A", f"N/A: {m.get('reason') or 'not measured'}", ""])
+            continue
+        numden = f"{_count(m['numerator'])}/{m['denominator']}"
+        if m["denominator"] != m["n_total"]:
+            numden += f" (of {m['n_total']})"
+        se = (m.get("se") or {}).get("clt")
+        value = f4(m["value"]) + (f" (se {f4(se)})" if se is not None else "")
+        rows.append([name, value, _ci_cell(m.get("ci")), numden])
+    return rows
+
+
+def task_blocks(rep: dict[str, Any]) -> list[Block]:
+    ro, pr, inf, h = rep["rollouts"], rep["problems"], rep["inference"], rep["health"]
+    out: list[Block] = [Title(f"task {rep.get('task')}", 2)]
+    timeouts = (
+        "timeouts count as failures (estimand: passes within budget)"
+        if rep.get("timeout_policy", "failure") == "failure"
+        else "timeouts are excluded, like infra errors"
+    )
+    out.append(
+        Para(
+            f"grader {rep.get('grader') or 'unknown'}; denominator policy {rep['denominator_policy']}; "
+            f"score {rep['score_key']}; {timeouts}; ks {', '.join(str(k) for k in rep.get('ks', []))}; "
+            f"taus {', '.join(_num_g(t) for t in rep.get('taus', []))}"
+        )
+    )
+    dist = ", ".join(
+        f"{v} problems x {k}"
+        for k, v in sorted(ro["gradable_per_problem"].items(), key=lambda kv: -int(kv[0]))
+    )
+    out.append(
+        Para(
+            f"problems {pr['total']} ({pr['with_gradable_rollout']} with a gradable rollout); "
+            f"rollouts requested {ro['requested']}, records {ro['records']}, completed {ro['completed']}, "
+            f"gradable {ro['gradable']}, scored {ro['scored']}, correct {ro['correct']}; "
+            f"gradable per problem: {dist or 'none'}"
+        )
+    )
+    level = round(inf["confidence_level"] * 100)
+    out.append(
+        Table(["metric", "value", f"{level}% CI", "numerator/denominator"], metric_rows(rep))
+    )
+    out.append(
+        Para(
+            f"intervals: {inf['method']}, confidence {_num_g(inf['confidence_level'])}, "
+            f"{inf['n_resamples']} resamples, seed {inf['seed']}"
+        )
+    )
+    hrows = []
+    for key in HEALTH_ROWS:
+        v = h.get(key)
+        if v is None:
+            continue
+        rate = _pct(v["rate"]) if v["rate"] is not None else f"N/A: {v.get('reason', '')}"
+        hrows.append([key, f"{v['count']}/{v['of']}", rate])
+    tok = h.get("output_tokens_mean") or {}
+    hrows.append(
+        [
+            "output_tokens_mean",
+            f"over {tok.get('of', 0)}",
+            f"{tok['value']:.3f}"
+            if tok.get("value") is not None
+            else f"N/A: {tok.get('reason', 'not measured')}",
+        ]
+    )
+    out.append(Table(["health", "count/of", "rate"], hrows))
+    notes = []
+    if h.get("duplicate_judgements"):
+        notes.append(f"{h['duplicate_judgements']} duplicate judgements ignored")
+    if h.get("duplicate_prompts"):
+        notes.append(f"{h['duplicate_prompts']} duplicate prompt records ignored")
+    if h.get("unexpected_indices"):
+        notes.append(f"{h['unexpected_indices']} rollouts beyond n ignored")
+    for f, line in (h.get("torn_lines") or {}).items():
+        notes.append(f"torn last line {line} ignored in {f}")
+    if notes:
+        out.append(Bullets(notes))
+    return out
+
+
+def run_doc(report: dict[str, Any]) -> list[Block]:
+    """The blocks of a run report (``report.json``)."""
+    out: list[Block] = [Title("rolleval report")]
+    out.append(
+        Para(
+            f"run {report.get('run_id') or '?'}; model {report.get('model') or '?'}; "
+            f"rolleval {report.get('rolleval_version') or '?'}; report version {report.get('report_version')}"
+        )
+    )
+    for rep in report["tasks"].values():
+        out += task_blocks(rep)
+    if not report["tasks"]:
+        out.append(Para("(no tasks)"))
+    return out
+
+
+# --------------------------------------------------------------------------- comparison
+
+
+def verdict_line(t: dict[str, Any]) -> str:
+    """Effect, interval, p, threshold and exit code of one task comparison."""
+    level = round(100 * t["confidence_level"]) if t.get("confidence_level") else 95
+    if t.get("effect") is None:
+        return f"no estimate: {t.get('reason') or 'not measured'} (exit {t['exit_code']})"
+    ci = f"[{s4(t.get('ci_low'))}, {s4(t.get('ci_high'))}]"
+    if t.get("ci_status") == "degenerate":
+        ci += " degenerate: every paired difference is equal"
+    if t.get("unit") == "cluster" and t.get("n_clusters") is not None:
+        ci += f" over {t['n_clusters']} clusters"
+    p = _p(t.get("pvalue")) + (" exact" if t.get("pvalue_exact") else "")
+    return (
+        f"effect {s4(t['effect'])} ({t.get('better', 'higher')} is better; negative = candidate worse), "
+        f"{level}% CI {ci}, p = {p}, threshold ±{_num_g(t.get('threshold'))}, "
+        f"alpha {_num_g(t.get('alpha'))}, exit {t['exit_code']}"
+    )
+
+
+def needed_text(t: dict[str, Any]) -> str:
+    """What it would take to decide: more problems and/or more rollouts per problem."""
+    ways = []
+    if t.get("needed_problems") is not None:
+        ways.append(f"about {t['needed_problems']} problems")
+    if t.get("needed_rollouts") is not None:
+        ways.append(f"{t['needed_rollouts']} rollouts per problem")
+    return "to decide: " + ", or ".join(ways)
+
+
+def _needed(t: dict[str, Any]) -> str | None:
+    if t.get("needed_problems") is None and t.get("needed_rollouts") is None:
+        return None
+    return needed_text(t)
+
+
+def mde_line(t: dict[str, Any]) -> str:
+    """The minimum detectable effect at the run's size, and what it would take to decide."""
+    if t.get("mde") is None:
+        line = "minimum detectable effect: N/A" + (
+            f" ({t['power_note']})" if t.get("power_note") else ""
+        )
+    else:
+        line = f"minimum detectable effect ({round(100 * t['power'])}% power): {f4(t['mde'])}"
+    need = _needed(t)
+    return f"{line}; {need}" if need else line
+
+
+def _problems_line(t: dict[str, Any]) -> str:
+    pr, al = t["problems"], t.get("alignment") or {}
+    per_side = pr.get("dropouts_per_side") or {}
+    return (
+        f"problems compared {pr['compared']} of {pr['compared'] + pr['dropped_total']} "
+        f"(baseline {pr.get('baseline')}, candidate {pr.get('candidate')}, matched {pr.get('matched')} "
+        f"by {_words(al.get('by', '?'))}); dropped {pr['dropped_total']} in all"
+        + (
+            f"; dropouts baseline {per_side.get('baseline', 0)}, candidate {per_side.get('candidate', 0)}"
+            if per_side
+            else ""
+        )
+        + f"; moved {t.get('n_moved', 'N/A')}"
+    )
+
+
+def _dropped_lines(t: dict[str, Any]) -> list[str]:
+    """One line per reason a problem was dropped, with the first ids."""
+    out = []
+    for k, d in sorted(t["problems"]["dropped"].items()):
+        ids = d.get("ids") or []
+        more = ", ..." if d["count"] > len(ids[:5]) else ""
+        out.append(
+            f"dropped {d['count']} {_words(k)}" + (f": {', '.join(ids[:5])}{more}" if ids else "")
+        )
+    return out
+
+
+def _mover_side(m: dict[str, Any], side: str) -> str:
+    rate = f4(m.get(f"{side}_rate"))
+    if m.get(f"c_{side}") is None:
+        return rate
+    return f"{_count(m[f'c_{side}'])}/{_count(m.get(f'n_{side}'))} ({rate})"
+
+
+def comparison_blocks(t: dict[str, Any], *, adjusted: str | None = None) -> list[Block]:
+    out: list[Block] = [
+        Title(f"task {t['task']}: {t['metric']}", 2, verdict=t["verdict"]),
+        Para(verdict_line(t)),
+    ]
+    if adjusted and adjusted != t["verdict"]:
+        out.append(Para(f"after Holm across tasks: {_words(adjusted)}"))
+    if t.get("reason"):
+        out.append(Para(f"why: {t['reason']}"))
+    out.append(Para(mde_line(t)))
+    out.append(Para(_problems_line(t)))
+    notes = _dropped_lines(t) + [f"WARNING: {w}" for w in t.get("warnings", [])]
+    sides = t.get("sides") or {}
+    for side in ("baseline", "candidate"):
+        s = sides.get(side) or {}
+        if s.get("missing_rollouts"):
+            notes.append(
+                f"WARNING: the {side} is incomplete: {s['missing_rollouts']} rollouts missing "
+                f"(status {s.get('run_status')!r})"
+            )
+    uj = t.get("unjudged") or {}
+    if uj:
+        wc = uj.get("worst_case")
+        line = (
+            f"unjudged rollouts {_pct(uj.get('baseline_share'))} baseline, "
+            f"{_pct(uj.get('candidate_share'))} candidate (difference {_pct(uj.get('difference'))}, "
+            f"bound checked above {_num_g(uj.get('threshold'))}: {'yes' if uj.get('bound_checked') else 'no'})"
+        )
+        if wc:
+            line += (
+                f"; worst case ({wc.get('fill')}) gives {_words(wc['verdict'])}, "
+                f"effect {s4(wc.get('effect'))} [{s4(wc.get('ci_low'))}, {s4(wc.get('ci_high'))}]"
+            )
+        notes.append(line)
+    notes += [f"note: {n}" for n in (t.get("alignment") or {}).get("notes", [])]
+    if notes:
+        out.append(Bullets(notes))
+    rows = []
+    for k, v in sorted((t.get("health") or {}).items()):
+        rows.append([k, f4(v.get("baseline")), f4(v.get("candidate")), s4(v.get("delta"))])
+    if rows:
+        out.append(Table(["health", "baseline", "candidate", "delta"], rows))
+    srows = []
+    for side in ("baseline", "candidate"):
+        s = sides.get(side) or {}
+        if not s:
+            continue
+        srows.append(
+            [
+                side,
+                f"{s.get('kind')} {s.get('run_id') or ''}".strip(),
+                f"{s.get('problems')} ({s.get('matched_problems')} matched)",
+                f"{s.get('correct_rollouts', 'N/A')}/{s.get('gradable_rollouts')}/{s.get('requested_rollouts')}",
+                str(s.get("missing_rollouts", 0)),
+            ]
+        )
+    if srows:
+        out.append(
+            Table(
+                ["side", "source", "problems", "correct/gradable/requested", "missing"],
+                srows,
+                left=2,
+            )
+        )
+    sc = t.get("self_consistency")
+    if sc:
+        out.append(
+            Para(
+                f"self-consistency (not gating): effect {s4(sc.get('effect'))} "
+                f"[{s4(sc.get('ci_low'))}, {s4(sc.get('ci_high'))}], p = {_p(sc.get('pvalue'))}, "
+                f"{_words(sc.get('verdict', ''))}"
+            )
+        )
+    movers = [m for m in t.get("movers", []) if (m.get("delta") or 0) != 0][:5]
+    if movers:
+        out.append(
+            Table(
+                ["problem that moved most", "baseline", "candidate", "delta", "p", "Holm p"],
+                [
+                    [
+                        m["id"],
+                        _mover_side(m, "baseline"),
+                        _mover_side(m, "candidate"),
+                        s4(m.get("delta")),
+                        _p(m.get("pvalue")),
+                        _p(m.get("adjusted_pvalue")),
+                    ]
+                    for m in movers
+                ],
+            )
+        )
+    method = []
+    if t.get("method"):
+        method.append(t["method"])
+    method.append(
+        f"confidence {_num_g(t.get('confidence_level'))}, {t.get('n_resamples')} resamples, "
+        f"seed {t.get('seed')}, se {f4(t.get('se'))}, direction {t.get('direction', 1):+d}, "
+        f"problems {t.get('n_problems')}, dropped {t.get('n_dropped')}"
+    )
+    if t.get("bound_low") is not None or t.get("bound_high") is not None:
+        method.append(f"bounds [{s4(t.get('bound_low'))}, {s4(t.get('bound_high'))}]")
+    if t.get("power_note"):
+        method.append(t["power_note"])
+    out.append(Details("method", [Para(m) for m in method]))
+    return out
+
+
+def compare_doc(result: dict[str, Any]) -> list[Block]:
+    """The blocks of a comparison (``CompareResult.to_dict()``)."""
+    out: list[Block] = [
+        Title(
+            f"rolleval compare: {_words(result['verdict']).upper()} (exit {result['exit_code']}"
+            f"{', --observe' if result.get('observe') else ''})",
+            verdict=result["verdict"],
+        ),
+        Para(
+            f"metric {result['metric']}; unit {result.get('unit', 'problem')}; "
+            f"{result.get('multiplicity', '')}; baseline {result['baseline']}; candidate {result['candidate']}"
+        ),
+    ]
+    rows = []
+    for t in result["tasks"]:
+        rows.append(
+            [
+                t["task"],
+                _words(t["verdict"]),
+                s4(t.get("effect")),
+                f"[{s4(t.get('ci_low'))}, {s4(t.get('ci_high'))}]",
+                f"±{_num_g(t.get('threshold'))}",
+                _p(t.get("pvalue")),
+                _p(result.get("adjusted_pvalues", {}).get(t["task"])),
+                f4(t.get("mde")),
+                f"{t['problems']['compared']}/{t['problems']['compared'] + t['problems']['dropped_total']}",
+                str(t["exit_code"]),
+            ]
+        )
+    if rows:
+        out.append(
+            Table(
+                [
+                    "task",
+                    "verdict",
+                    "effect",
+                    "CI",
+                    "threshold",
+                    "p",
+                    "Holm p",
+                    "MDE",
+                    "compared",
+                    "exit",
+                ],
+                rows,
+                left=2,
+            )
+        )
+    for task, why in result.get("skipped_tasks", {}).items():
+        out.append(Para(f"task {task}: skipped ({why})"))
+    for t in result["tasks"]:
+        out += comparison_blocks(t, adjusted=result.get("adjusted_verdicts", {}).get(t["task"]))
+    notes = [f"timeouts: {result.get('timeouts', 'counted as failures')}"]
+    notes += [f"note: {r}" for r in result.get("reasons", [])]
+    out.append(Bullets(notes))
+    out.append(
+        Para(
+            f"overall verdict: {_words(result['verdict'])} (exit {result['exit_code']}"
+            f"{', --observe' if result.get('observe') else ''})"
+        )
+    )
+    return out
+
+
+# --------------------------------------------------------------------------- gate
+
+
+def gate_doc(outcome: dict[str, Any]) -> list[Block]:
+    """The blocks of a gate outcome (``GateOutcome.to_dict()``)."""
+    out: list[Block] = [
+        Title(
+            f"rolleval gate: {_words(outcome['verdict']).upper()} (exit {outcome['exit_code']}"
+            f"{', --observe' if outcome.get('observe') else ''})",
+            verdict=outcome["verdict"],
+        ),
+        Para(outcome.get("multiplicity", "")),
+    ]
+    rows = [
+        [
+            c["task"],
+            c["check"],
+            str(c["value"]),
+            _words(str(c["verdict"])),
+            _p(c.get("adjusted_pvalue")),
+        ]
+        for c in outcome["checks"]
+    ]
+    out.append(Table(["task", "check", "value", "verdict", "Holm p"], rows, left=4))
+    for t in outcome.get("comparisons", []):
+        out += comparison_blocks(t)
+    notes = [f"note: {r}" for r in outcome.get("reasons", [])]
+    if notes:
+        out.append(Bullets(notes))
+    return out

@@ -1,0 +1,302 @@
+"""``rolleval run``: n rollouts per problem against OpenAI-compatible endpoints, resumably.
+
+:func:`run_eval` is five named stages (``docs/architecture.md`` draws them):
+
+1. **resolve** (:mod:`._resolve`): config -> tasks, problems, graders (dependencies checked),
+   prompt records and task settings. Plus the endpoint settings and the API key's presence.
+2. **open** (:mod:`._open`): check that ``--out`` can be created, or resumed (the config
+   diff, the stored tasks and prompts). Every usage error is raised here at the latest,
+   before anything is written. Then start the embedded server (``model: local``), ask each
+   endpoint's ``/v1/models`` for provenance, and create the run directory atomically or
+   take the existing one's write lock.
+3. **plan** (:mod:`._plan`): a pure function of the stored records says which rollouts to
+   request (and as which attempt), which judgements stay, which problems to grade.
+4. **schedule** (:mod:`._schedule`): request, store each rollout at once, grade each
+   problem when its rollouts are all in.
+5. **finish** (:mod:`._finish`): the segment, each task's profile, the run's status, the
+   report. Ctrl-C leaves status ``interrupted`` and a directory ``--resume`` continues.
+   A run in which every rollout failed raises :class:`RunError` saying why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._sanitize import redact
+from ..client import Client, EndpointConfig
+from ..client._client import read_api_key
+from ..errors import RollevalError, RunError, UsageError
+from ..records import Segment
+from ..rundir._store import collect_warnings
+from ..rundir._writer import RunWriter
+from ._config import RunConfig
+from ._finish import profile_from_files
+from ._open import (
+    check_new,
+    check_resumable,
+    create_run,
+    lock_for_resume,
+    now,
+    provenance,
+    record_resume,
+)
+from ._plan import Request, TaskPlan, plan_task
+from ._resolve import ResolvedTask, resolve_tasks
+from ._schedule import Counters, Scheduler, derive_seed
+
+__all__ = [
+    "Counters",
+    "Request",
+    "ResolvedTask",
+    "RunOutcome",
+    "TaskPlan",
+    "derive_seed",
+    "plan_task",
+    "resolve_tasks",
+    "run_eval",
+]
+
+_LOCAL_MODEL = "SmolLM2-135M-Instruct.Q4_1"
+
+
+@dataclass
+class RunOutcome:
+    """What :func:`run_eval` did."""
+
+    path: Path
+    report: dict[str, Any]
+    requested: int
+    completed: int
+    failed: int
+    resumed: bool
+    seconds: float
+
+
+def _check_api_key(config: RunConfig) -> None:
+    """Refuse a missing or unusable API key before anything is written (and register it for
+    redaction: :func:`rolleval.client.read_api_key`)."""
+    if config.api_key_env is not None:
+        read_api_key(config.api_key_env)
+
+
+def run_eval(
+    config: RunConfig,
+    out: str | Path,
+    *,
+    resume: bool = False,
+    progress: bool = True,
+    transport: Any = None,
+    on_event: Callable[[str], None] | None = None,
+) -> RunOutcome:
+    """Run (or resume) an evaluation into run directory ``out`` and return its report.
+
+    ``transport`` is the httpx transport seam (tests); ``on_event`` receives one-line status
+    messages (the CLI prints them).
+    """
+    say = on_event or (lambda _msg: None)
+    out = Path(out)
+    t0 = time.monotonic()
+
+    # ---- 1. resolve, and 2. check the directory: nothing is written before both pass ----
+    if not resume:
+        check_new(out)
+    tasks = resolve_tasks(config)
+    if resume:
+        check_resumable(out, config, tasks)
+    local = None
+    if config.model == "local":
+        from .._local._launcher import LocalServer, LocalServerOptions, check_local_available
+
+        check_local_available()
+        local = LocalServer(LocalServerOptions(server_options=dict(config.server_options)))
+    elif config.server_options:
+        raise UsageError(
+            "server_options apply only to model 'local' (the embedded llama.cpp server)"
+        )
+    if local is None and not config.endpoints:
+        raise UsageError(
+            "no endpoint: pass --endpoint http://HOST:PORT/v1 (repeatable), or --model local"
+        )
+    _check_api_key(config)
+
+    with contextlib.ExitStack() as stack:
+        # a resume takes the run's write lock first: a second writer is refused at once
+        writer = (
+            stack.enter_context(lock_for_resume(out, config, tasks, on_note=say))
+            if resume
+            else None
+        )
+        if local is not None:
+            say("starting the embedded llama.cpp server ...")
+            stack.enter_context(local)
+            base_urls: tuple[str, ...] = (local.base_url,)
+            model_name = _LOCAL_MODEL
+        else:
+            base_urls = tuple(config.endpoints)
+            model_name = config.model
+        endpoint = EndpointConfig(
+            base_urls=base_urls,
+            model=model_name,
+            api=config.api,
+            api_key_env=config.api_key_env,
+            timeout_s=config.timeout_s,
+            max_retries=config.max_retries,
+            concurrency=config.concurrency,
+            server_n=config.server_n,
+        )
+        if any(t.loglik for t in tasks):
+            _probe_logprobs(endpoint, say)
+        outcome = asyncio.run(
+            _run_async(config, out, writer, tasks, endpoint, local, transport, progress, say)
+        )
+    return RunOutcome(**{**outcome, "seconds": time.monotonic() - t0})
+
+
+def _probe_logprobs(endpoint: EndpointConfig, say: Callable[[str], None]) -> None:
+    """Before a log-likelihood run: every endpoint must serve usable prompt log-probs
+    (:func:`~rolleval.client._logprob_probe.require_prompt_logprobs`; exit 2 otherwise)."""
+    import os
+
+    from ..client._logprob_probe import require_prompt_logprobs
+
+    key = os.environ.get(endpoint.api_key_env) if endpoint.api_key_env else None
+    for url in endpoint.base_urls:
+        say(f"probing the prompt log-probs of {url} ...")
+        require_prompt_logprobs(url, endpoint.model, api_key=key, timeout_s=endpoint.timeout_s)
+
+
+async def _run_async(
+    config: RunConfig,
+    out: Path,
+    resumed: RunWriter | None,
+    tasks: list[ResolvedTask],
+    endpoint: EndpointConfig,
+    local: Any,
+    transport: Any,
+    progress: bool,
+    say: Callable[[str], None],
+) -> dict[str, Any]:
+    async with Client(endpoint, transport=transport) as client:
+        try:
+            models, models_error = await client.models(), None
+        except RollevalError:
+            raise  # a usage error (e.g. the API key): refused before anything is written
+        except Exception as exc:  # a server without /v1/models still serves completions
+            models, models_error = [], redact(f"{type(exc).__name__}: {exc}")
+        prov = provenance(endpoint, models, models_error, local)
+        if resumed is not None:
+            record_resume(resumed, config, prov)
+        resume = resumed is not None
+        with resumed or create_run(out, config, tasks, prov, on_note=say) as writer:
+            plans = _plan(writer, tasks, config.n_rollouts)
+            requested = sum(p.n_requests for p in plans)
+            if resume:
+                n_grade = sum(len(p.to_grade) for p in plans)
+                say(f"resuming {out}: {requested} rollouts to request, {n_grade} problems to grade")
+            counters = await _schedule(writer, tasks, plans, client, config, progress)
+            _finish(writer, tasks, counters, requested, endpoint, out, config.n_rollouts)
+            from .._report._api import report_run
+
+            report = report_run(writer.run).report
+    return {
+        "path": out,
+        "report": report,
+        "requested": requested,
+        "completed": counters.completed,
+        "failed": counters.failed,
+        "resumed": resume,
+    }
+
+
+def _plan(writer: RunWriter, tasks: list[ResolvedTask], n: int) -> list[TaskPlan]:
+    """Stage 3: plan every task from its stored records; drop judgements that do not stay."""
+    plans = []
+    for ti, t in enumerate(tasks):
+        tw = writer.task(t.name)
+        with collect_warnings():
+            rollouts = tw.files.read_rollouts()
+            judgements = tw.files.read_judgements()
+        n_task = t.settings.n_rollouts or n  # a log-likelihood task scores once per problem
+        plan = plan_task(ti, t.problem_ids, n_task, rollouts, judgements)
+        if plan.rewrite_judgements:
+            tw.replace_judgements(plan.keep_judgements)
+        plans.append(plan)
+    return plans
+
+
+async def _schedule(
+    writer: RunWriter,
+    tasks: list[ResolvedTask],
+    plans: list[TaskPlan],
+    client: Client,
+    config: RunConfig,
+    progress: bool,
+) -> Counters:
+    """Stage 4: request and grade; the segment and the status are recorded however it ends."""
+    scheduler = Scheduler(
+        tasks,
+        plans,
+        writer,
+        client,
+        seed=config.seed,
+        concurrency=config.concurrency,
+        server_n=config.server_n,
+        grading_workers=config.grading_workers,
+        progress=progress,
+    )
+    started_at, started = now(), time.monotonic()
+    status = "interrupted"
+    try:
+        counters = await scheduler.run()
+        status = "completed"
+        return counters
+    finally:
+        scheduler.close(completed=status == "completed")
+        c = scheduler.counters
+        segment = Segment(
+            started_at=started_at,
+            ended_at=now(),
+            seconds=time.monotonic() - started,
+            requested=scheduler.total,
+            completed=c.completed,
+            failed=c.failed,
+            status=status,  # type: ignore[arg-type]
+        )
+        writer.manifest.segments.append(segment)
+        writer.set_status(status)  # type: ignore[arg-type]
+
+
+def _finish(
+    writer: RunWriter,
+    tasks: list[ResolvedTask],
+    counters: Counters,
+    requested: int,
+    endpoint: EndpointConfig,
+    out: Path,
+    config_n: int,
+) -> None:
+    """Stage 5: profiles, and the status a stopped or failed run ends with."""
+    for t in tasks:
+        tw = writer.task(t.name)
+        n_task = t.settings.n_rollouts or config_n
+        tw.write_profile(profile_from_files(tw.files, writer.manifest.segments, n_task))
+    where = ", ".join(endpoint.base_urls)
+    if counters.tripped:
+        writer.set_status("interrupted")
+        raise RunError(
+            f"{out}: stopped after {counters.streak} consecutive rollouts failed with no success "
+            f"(last error: {counters.last_error}); check that the server at {where} is up and serves "
+            f"model {endpoint.model!r}, then rerun with --resume (completed rollouts are kept)"
+        )
+    if requested > 0 and counters.completed == 0:
+        writer.set_status("failed")
+        raise RunError(
+            f"{out}: every one of the {requested} rollouts failed (last error: {counters.last_error}); "
+            f"check that the server at {where} is up and serves model {endpoint.model!r}, then rerun with --resume"
+        )
