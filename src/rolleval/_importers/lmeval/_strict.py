@@ -3,19 +3,14 @@
 Most samples files repeat one shape on every line: an integer ``doc_id`` that keeps
 increasing, one chat request logged as JSON, a string ``target``, the source's three hashes
 and ``doc``, one repeat list, a string ``filtered_resps`` and a 0/1 score. A chunk of such
-lines is converted with no Python code run per line: by the optional C extension
-(``_strict_c.c``: a validating JSON reader that takes the chunk only when every line is
-valid JSON of exactly this shape) where it is built, else by a strict typed msgspec decoder
-(every key of the file's first line required, every other key refused, every value of the
-one type this path handles) and ``map`` calls over its rows, one byte template per record
-stream. Both give the same bytes (``tests/test_strict_c.py``); the C code also refuses an
-answer whose stripped form starts or ends with a non-ASCII character (which might be
-Unicode white space), leaving it to the line paths.
+lines is converted with no Python code run per line: a strict typed msgspec decoder (every
+key of the file's first line required, every other key refused, every value of the one type
+this path handles) and ``map`` calls over its rows, one byte template per record stream.
 
-A chunk that does not fit, in any line, gives None and is read by the typed line path of
-:mod:`._lmeval_fast` (and, line by line, the generic path) instead, so records, errors and
-the import summary never depend on which path read a line (``tests/test_importers_fast.py``
-compares them all on the same files).
+A chunk that does not fit, in any line, gives None and is read line by line by the generic
+path of :mod:`._samples` instead, so records, errors and the import summary never depend on
+which path read a line (``tests/test_importers_fast.py`` compares both on the same files,
+``tests/test_strict.py`` on generated chunks).
 
 :class:`StrictSpec` is plain data, so a worker process builds the same converter
 (:mod:`._parallel`); :func:`apply` is the one step that touches the reader's state (the
@@ -35,7 +30,6 @@ import msgspec
 from ...records._lines import MessageLine
 from .._batch import LineBatch
 from .._io import newlines
-from ._c import strict_c as _strict_c
 
 __all__ = [
     "LINE_KEYS",
@@ -186,8 +180,8 @@ _ROLLOUT = b'{"problem_id":"%d","index":0,"status":"ok","text":%b,"attempt":1,"r
 class StrictChunks:
     """Converts chunks of lines (joined by newlines) of one file, given its spec, to
     :data:`Packed` records (``pack`` merges those of neighbouring chunks, ``unpack`` gives
-    the lists :func:`apply` appends). The per-line work runs in C where the optional
-    extension ``_strict_c`` is built (same bytes), else as ``map`` calls over the rows."""
+    the lists :func:`apply` appends). The per-line work runs as ``map`` calls over the
+    rows msgspec decoded."""
 
     pack = staticmethod(pack)
     unpack = staticmethod(StrictOut.unpack)
@@ -201,10 +195,6 @@ class StrictChunks:
     def split(packed: Packed) -> tuple[tuple[bytes, bytes, bytes], Packed]:
         """The three streams' lines, and the rest (the report's columns) without them."""
         return packed[:3], (b"", b"", b"", *packed[3:])
-
-    whole = _strict_c is not None
-    """Whether a chunk of a megabyte converts as well as many small ones (the C code streams
-    through it; msgspec's objects would fall out of the CPU's cache)."""
 
     def __init__(self, spec: StrictSpec):
         self.spec = spec
@@ -232,13 +222,6 @@ class StrictChunks:
         )
         self._decode = msgspec.json.Decoder(list[row]).decode  # type: ignore[valid-type]
         self._grader = _encode(spec.grader)
-        self._c_spec = (
-            spec.filter.encode(),
-            spec.primary_metric.encode(),
-            [m.encode() for m in spec.metrics],
-            spec.take_first,
-            self._grader,
-        )
         grader = self._grader.replace(b"%", b"%%")
         self._judgement = (
             b'{"problem_id":"%d","index":0,"status":"ok","extracted":%b,"correct":%b,'
@@ -252,9 +235,6 @@ class StrictChunks:
                 chunk.decode("utf-8")
             except UnicodeDecodeError:
                 return None
-        if _strict_c is not None:
-            packed: Packed | None = _strict_c.convert_chunk(chunk, *self._c_spec)
-            return packed
         try:
             rows = self._decode(b"[" + chunk.replace(b"\n", b",") + b"]")
         except (msgspec.DecodeError, msgspec.ValidationError):
