@@ -19,9 +19,10 @@ doc_ids seen so far and the repeat counts), run in the reading process in file o
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from hashlib import sha256
-from itertools import pairwise, repeat
+from itertools import chain, pairwise, repeat
 from operator import attrgetter, itemgetter, methodcaller
 from typing import Any, Literal, NamedTuple
 
@@ -157,6 +158,17 @@ def pack(chunks: list[Packed]) -> Packed | None:
     )
 
 
+def _fill(parts: Sequence[bytes], *columns: Iterable[bytes]) -> bytes:
+    """A line template (its constant ``parts``, the values go between them) filled in with
+    each row of ``columns``, all rows joined: one ``join`` over the pieces, no formatting
+    per row."""
+    assert len(parts) == len(columns) + 1
+    pieces: list[Iterable[bytes]] = [repeat(parts[0])]
+    for column, part in zip(columns, parts[1:]):
+        pieces += (column, repeat(part))
+    return b"".join(chain.from_iterable(zip(*pieces)))
+
+
 _messages = msgspec.json.Decoder(tuple[MessageLine]).decode
 _encode = msgspec.json.Encoder().encode
 _first = itemgetter(0)
@@ -169,12 +181,16 @@ _BOOL = (False, True)
 # the canonical JSON :func:`rolleval.records._lines.line_content_hash` hashes, for one
 # message and a string reference (sorted keys)
 _HASHED = b'{"prompt":[{"content":%b,"role":%b}],"reference":%b}'
+# the record lines, ``%b`` marking a value (:func:`_fill`)
 _PROMPT = (
-    b'{"problem_id":"%d","prompt":[{"role":%b,"content":%b}],"reference":%b,'
+    b'{"problem_id":"%b","prompt":[{"role":%b,"content":%b}],"reference":%b,'
     b'"reference_kind":"answer","extras":{"doc_hash":%b,"prompt_hash":%b,'
     b'"target_hash":%b,"doc":%b},"content_hash":"%b"}\n'
-)
-_ROLLOUT = b'{"problem_id":"%d","index":0,"status":"ok","text":%b,"attempt":1,"retries":0}\n'
+).split(b"%b")
+_ROLLOUT = (
+    b'{"problem_id":"%b","index":0,"status":"ok","text":%b,"attempt":1,"retries":0}\n'
+).split(b"%b")
+_JUDGEMENT = b'{"problem_id":"%b","index":0,"status":"ok","extracted":%b,"correct":%b,'.split(b"%b")
 
 
 class StrictChunks:
@@ -222,11 +238,10 @@ class StrictChunks:
         )
         self._decode = msgspec.json.Decoder(list[row]).decode  # type: ignore[valid-type]
         self._grader = _encode(spec.grader)
-        grader = self._grader.replace(b"%", b"%%")
-        self._judgement = (
-            b'{"problem_id":"%d","index":0,"status":"ok","extracted":%b,"correct":%b,'
-            b'"cluster":0,"grader":' + grader + b"}\n"
-        )
+        self._judgement = [
+            *_JUDGEMENT[:-1],
+            _JUDGEMENT[-1] + b'"cluster":0,"grader":' + self._grader + b"}\n",
+        ]
 
     def convert(self, chunk: bytes) -> Packed | None:
         """The records of every line of ``chunk``, or None when any line does not fit."""
@@ -268,38 +283,33 @@ class StrictChunks:
         if any(0.0 < v < 1.0 for v in set(values)):
             return None  # a partial score: the judgement carries it
         correct = list(map((1.0).__le__, values))
-        hashes = list(
+        hashes = "\n".join(
             map(_hexdigest, map(sha256, map(_HASHED.__mod__, zip(contents, roles, refs))))
         )
-        prompt_lines = b"".join(
-            map(
-                _PROMPT.__mod__,
-                zip(
-                    dids,
-                    roles,
-                    contents,
-                    refs,
-                    map(attrgetter("doc_hash"), rows),
-                    map(attrgetter("prompt_hash"), rows),
-                    map(attrgetter("target_hash"), rows),
-                    map(attrgetter("doc"), rows),
-                    map(str.encode, hashes),
-                ),
-            )
+        ids = "\n".join(map(str, dids))
+        id_bytes = ids.encode().split(b"\n")
+        prompt_lines = _fill(
+            _PROMPT,
+            id_bytes,
+            roles,
+            contents,
+            refs,
+            map(attrgetter("doc_hash"), rows),
+            map(attrgetter("prompt_hash"), rows),
+            map(attrgetter("target_hash"), rows),
+            map(attrgetter("doc"), rows),
+            hashes.encode().split(b"\n"),
         )
-        rollout_lines = b"".join(map(_ROLLOUT.__mod__, zip(dids, map(_encode, map(_first, texts)))))
-        judgement_lines = b"".join(
-            map(
-                self._judgement.__mod__,
-                zip(dids, map(_encode, extracted), map(_TF.__getitem__, correct)),
-            )
+        rollout_lines = _fill(_ROLLOUT, id_bytes, map(_encode, map(_first, texts)))
+        judgement_lines = _fill(
+            self._judgement, id_bytes, map(_encode, extracted), map(_TF.__getitem__, correct)
         )
         return (
             prompt_lines,
             rollout_lines,
             judgement_lines,
-            "\n".join(map(str, dids)),
-            "\n".join(hashes),
+            ids,
+            hashes,
             bytes(correct),
             dids[0],
             dids[-1],
