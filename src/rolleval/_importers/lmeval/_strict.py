@@ -77,7 +77,7 @@ def strict_spec(
     identity: str | None,
 ) -> StrictSpec | None:
     """The spec of a file whose first line has exactly the keys of the common shape, or
-    None (then only the line paths read it)."""
+    None (then the generic path reads it, line by line)."""
     if (
         type(primary_filter) is not str
         or identity is None
@@ -260,13 +260,13 @@ class StrictChunks:
         a0 = list(map(_first, map(_arg_0, rows)))
         dids = list(map(_doc_id, rows))
         if not all(map(int.__lt__, dids, dids[1:])):
-            return None  # not increasing: the line path checks each id against the set
+            return None  # not increasing: the generic path checks each id against the set
         if not all(map(_is_chat, a0)):
             return None
         try:
             prompts = list(map(_messages, a0))
         except (msgspec.DecodeError, msgspec.ValidationError):
-            return None  # not one chat message: the line path keeps the text
+            return None  # not one chat message: the generic path keeps the text
         messages = list(map(_first, prompts))
         contents = list(map(_encode, map(attrgetter("content"), messages)))
         roles = list(map(_encode, map(attrgetter("role"), messages)))
@@ -320,8 +320,8 @@ class StrictChunks:
 
 def apply(state: Any, out: StrictOut, batch: LineBatch) -> bool:
     """Append ``out`` to ``batch`` if its doc_ids are new, updating the reader's ``state``
-    as the line path would for the same lines; False (nothing appended) when an id was seen
-    before: the line path then reads the chunk and reports the duplicate."""
+    as the generic path would for the same lines; False (nothing appended) when an id was seen
+    before: the generic path then reads the chunk and reports the duplicate."""
     ids = out.problem_ids
     last = state.last_int
     if last is not None and out.first_id > last:
