@@ -158,15 +158,23 @@ def pack(chunks: list[Packed]) -> Packed | None:
     )
 
 
-def _fill(parts: Sequence[bytes], *columns: Iterable[bytes]) -> bytes:
-    """A line template (its constant ``parts``, the values go between them) filled in with
-    each row of ``columns``, all rows joined: one ``join`` over the pieces, no formatting
-    per row."""
+def _rows(parts: Sequence[bytes], *columns: Iterable[bytes]) -> list[Iterable[bytes]]:
+    """The pieces of a line template (its constant ``parts``, the values go between them)
+    filled in with each row of ``columns``, as iterables to ``zip``."""
     assert len(parts) == len(columns) + 1
     pieces: list[Iterable[bytes]] = [repeat(parts[0])]
     for column, part in zip(columns, parts[1:]):
         pieces += (column, repeat(part))
-    return b"".join(chain.from_iterable(zip(*pieces)))
+    return pieces
+
+
+def _fill(parts: Sequence[bytes], *columns: Iterable[bytes]) -> bytes:
+    """The template filled in for every row, all rows joined: one ``join`` over the pieces,
+    no formatting per row."""
+    return b"".join(chain.from_iterable(zip(*_rows(parts, *columns))))
+
+
+_JOIN = b"".join
 
 
 _messages = msgspec.json.Decoder(tuple[MessageLine]).decode
@@ -180,7 +188,7 @@ _TF = (b"false", b"true")
 _BOOL = (False, True)
 # the canonical JSON :func:`rolleval.records._lines.line_content_hash` hashes, for one
 # message and a string reference (sorted keys)
-_HASHED = b'{"prompt":[{"content":%b,"role":%b}],"reference":%b}'
+_HASHED = b'{"prompt":[{"content":%b,"role":%b}],"reference":%b}'.split(b"%b")
 # the record lines, ``%b`` marking a value (:func:`_fill`)
 _PROMPT = (
     b'{"problem_id":"%b","prompt":[{"role":%b,"content":%b}],"reference":%b,'
@@ -284,7 +292,7 @@ class StrictChunks:
             return None  # a partial score: the judgement carries it
         correct = list(map((1.0).__le__, values))
         hashes = "\n".join(
-            map(_hexdigest, map(sha256, map(_HASHED.__mod__, zip(contents, roles, refs))))
+            map(_hexdigest, map(sha256, map(_JOIN, zip(*_rows(_HASHED, contents, roles, refs)))))
         )
         ids = "\n".join(map(str, dids))
         id_bytes = ids.encode().split(b"\n")
