@@ -218,8 +218,8 @@ def _awkward_source(
     folder: Path, n: int = 400, every: int = 23, extra: bool = True, skip: tuple[int, ...] = ()
 ) -> Path:
     """Samples whose line i is awkward in way ``i % every`` (kinds 1 to 16, but not those in
-    ``skip``); ``extra``: every line has a key the importer does not know (so only the line
-    paths read the file)."""
+    ``skip``); ``extra``: every line has a key the importer does not know (so only the
+    generic path reads the file)."""
     folder.mkdir()
     _write_results(folder)
     rows: list[str] = []
@@ -343,7 +343,7 @@ def _errors(source: Path, tmp_path: Path, monkeypatch) -> dict[str, str]:
     ],
     ids=["duplicate", "bad-json", "truncated", "not-a-sample"],
 )
-@pytest.mark.parametrize("extra", [True, False], ids=["lines", "columns"])
+@pytest.mark.parametrize("extra", [True, False], ids=["generic", "columns"])
 def test_bad_lines_deep_in_a_file_are_the_same_one_line_errors(
     edit, message, extra, tmp_path, monkeypatch
 ):
@@ -358,7 +358,7 @@ def test_bad_lines_deep_in_a_file_are_the_same_one_line_errors(
     assert message in errors["generic"] and f"{samples}:" in errors["generic"]
 
 
-@pytest.mark.parametrize("extra", [True, False], ids=["lines", "columns"])
+@pytest.mark.parametrize("extra", [True, False], ids=["generic", "columns"])
 def test_invalid_utf8_deep_in_a_file_is_refused_on_every_path(extra, tmp_path, monkeypatch):
     samples = _awkward_source(tmp_path / "src", every=150, extra=extra)
     data = samples.read_bytes().replace(b'"t-300"', b'"t-\xff00"')
