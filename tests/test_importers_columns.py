@@ -11,6 +11,7 @@ imports on every path; here the task.json writer is checked against atomic_write
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -235,6 +236,11 @@ def test_the_column_path_refuses_what_the_generic_path_reads_otherwise():
     ):
         got = _columns(same.encode())
         assert got is not None and _comparable(got) == _generic(same.encode())
+    # a key beside the mapped ones on the first line is required on every line
+    with_extra = _lmeval_strict.StrictChunks(dataclasses.replace(SPEC, extra=("surprise",))).convert
+    assert with_extra(ok.encode()) is None
+    surprise = json.dumps(_line(1, **base, extra_key="surprise")).encode()
+    assert with_extra(surprise) == _columns(ok.encode())  # and not kept
     # a chunk of two lines whose ids do not increase: the generic path checks them
     two = (json.dumps(_line(2, **base)) + "\n" + json.dumps(_line(2, **base))).encode()
     assert _columns(two) is None

@@ -294,16 +294,25 @@ def test_awkward_lines_import_the_same_on_every_path(tmp_path, monkeypatch):
     assert summary["problems"] == 400 - per_kind[3]
 
 
-def test_rare_awkward_lines_among_common_ones_import_the_same_on_every_path(tmp_path, monkeypatch):
-    """Chunks of the common shape take the column path; a chunk with any awkward line (one
-    of each kind, every 150 lines) is read by the generic path, in the same order."""
-    _awkward_source(tmp_path / "src", n=3000, every=150, extra=False)
+@pytest.mark.parametrize("extra", [False, True], ids=["common-keys", "an-extra-key"])
+def test_rare_awkward_lines_among_common_ones_import_the_same_on_every_path(
+    extra, tmp_path, monkeypatch
+):
+    """Chunks of the common shape take the column path (with ``extra``, every line also has
+    a key the importer does not map, counted once per line on both paths); a chunk with
+    any awkward line (one of each kind, every 150 lines) is read by the generic path, in
+    the same order."""
+    _awkward_source(tmp_path / "src", n=3000, every=150, extra=extra)
     runs = _import_all(tmp_path / "src", tmp_path, monkeypatch)
     for name in ("column", "parallel"):
         column, generic = runs[name][1], runs[name][2]
         assert column > 1500 and generic > 150, (name, column, generic)
     assert runs["parallel"][3] > 10  # by the workers
     _assert_all_same(runs)
+    summary = orjson.loads((runs["parallel"][0] / "manifest.json").read_bytes())["import"]
+    unmapped = {u["field"]: u["count"] for u in summary["tasks"]["odd"]["unmapped"]}
+    # every line but those without it (kind 2) and those of another filter (kind 3)
+    assert unmapped.get("task_extra", 0) == (3000 - 20 - 20 if extra else 0)
 
 
 def test_segments_written_by_workers_and_by_this_process_interleave(tmp_path, monkeypatch):

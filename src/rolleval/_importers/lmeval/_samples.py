@@ -218,6 +218,8 @@ class _Samples:
         self.last_int: int | None = None
         """The highest integer doc_id so far while every doc_id after the first line was an
         increasing integer (None: off, every doc_id is checked against ``seen``)."""
+        self.extra: tuple[str, ...] = ()
+        """Keys of the first line the importer does not map, on every column-path line."""
         self.metric_name: str | None = None
         self.max_repeats = 0
         self.left_out = 0
@@ -359,8 +361,8 @@ class _Samples:
 
     def strict(self, first_line: dict[str, Any]) -> StrictSpec | None:
         """The column path's spec for the lines after ``first_line`` (read by :meth:`line`),
-        or None where the file is read line by line (``--regrade``, log-likelihood tasks,
-        keys beside the common ones). Also starts the increasing-id check of the doc_ids
+        or None where the file is read line by line (``--regrade``, log-likelihood tasks, a
+        first line without every common key). Also starts the increasing-id check of the doc_ids
         after the first line's."""
         did = first_line.get("doc_id")
         self.last_int = did if type(did) is int else None
@@ -376,13 +378,15 @@ class _Samples:
         ):
             return None
         assert self.primary_filter is not None
-        return strict_spec(
+        spec = strict_spec(
             first_line,
             self.first_metrics,
             self.primary_filter,
             self.take_first_for(self.primary_filter),
             self.identity,
         )
+        self.extra = spec.extra if spec is not None else ()
+        return spec
 
     def finish(self) -> None:
         """Settings, notes and counts of the task, once every line was read."""

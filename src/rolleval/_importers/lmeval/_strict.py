@@ -4,8 +4,8 @@ Most samples files repeat one shape on every line: an integer ``doc_id`` that ke
 increasing, one chat request logged as JSON, a string ``target``, the source's three hashes
 and ``doc``, one repeat list, a string ``filtered_resps`` and a 0/1 score. A chunk of such
 lines is converted with no Python code run per line: a strict typed msgspec decoder (every
-key of the file's first line required, every other key refused, every value of the one type
-this path handles) and ``map`` calls over its rows, one byte template per record stream.
+key of the file's first line required but its later metrics, every other key refused, every
+value of the one type this path handles) and ``map`` calls over its rows, one byte template per record stream.
 
 A chunk that does not fit, in any line, gives None and is read line by line by the generic
 path of :mod:`._samples` instead, so records, errors and the import summary never depend on
@@ -67,6 +67,9 @@ class StrictSpec:
     filter: str
     take_first: bool
     grader: str
+    extra: tuple[str, ...] = ()
+    """The first line's keys beside the ones the importer maps and the metrics: required on
+    every line, kept by neither path, each counted as unmapped once per line (:func:`apply`)."""
 
 
 def strict_spec(
@@ -76,15 +79,13 @@ def strict_spec(
     take_first: bool | None,
     identity: str | None,
 ) -> StrictSpec | None:
-    """The spec of a file whose first line has exactly the keys of the common shape, or
-    None (then the generic path reads it, line by line)."""
-    if (
-        type(primary_filter) is not str
-        or identity is None
-        or set(first_line) != set(LINE_KEYS) | set(metrics)
-    ):
+    """The spec of a file whose first line has every key of the common shape (and maybe
+    others), or None (then the generic path reads it, line by line)."""
+    common = set(LINE_KEYS) | set(metrics)
+    if type(primary_filter) is not str or identity is None or not common <= set(first_line):
         return None
-    return StrictSpec(metrics[0], tuple(metrics), primary_filter, bool(take_first), identity)
+    extra = tuple(sorted(set(first_line) - common))
+    return StrictSpec(metrics[0], tuple(metrics), primary_filter, bool(take_first), identity, extra)
 
 
 class _G0(msgspec.Struct, gc=False):
@@ -238,6 +239,9 @@ class StrictChunks:
             ("m_primary", float, msgspec.NODEFAULT),
         ]
         rename = {"m_primary": spec.primary_metric}
+        for i, name in enumerate(spec.extra):
+            fields.append((f"x_{i}", msgspec.Raw, msgspec.NODEFAULT))  # required, not kept
+            rename[f"x_{i}"] = name
         for i, name in enumerate(m for m in spec.metrics if m != spec.primary_metric):
             fields.append((f"m_{i}", msgspec.Raw, msgspec.UNSET))  # kept by neither path
             rename[f"m_{i}"] = name
@@ -348,6 +352,8 @@ def apply(state: Any, out: StrictOut, batch: LineBatch) -> bool:
     if out.max_repeats > state.max_repeats:
         state.max_repeats = out.max_repeats
     n = len(ids)
+    for key in state.extra:  # on every line of the chunk, as the generic path counts it
+        state.unmapped.add(key, "field not known to the importer", n)
     batch.prompts.extend(out.prompts)
     batch.rollouts.extend(out.rollouts)
     batch.judgements.extend(out.judgements)
