@@ -429,9 +429,7 @@ def changed_blocks(changed: dict[str, Any] | None) -> list[Block]:
         Title("what changed", 2),
         Para(f"baseline {b['label']}; candidate {c['label']}"),
     ]
-    lines = [
-        f"{ch['setting']}: {ch['baseline']} -> {ch['candidate']}" for ch in changed["changes"]
-    ]
+    lines = [f"{ch['setting']}: {ch['baseline']} -> {ch['candidate']}" for ch in changed["changes"]]
     if not lines:
         out.append(Para(changed.get("summary") or "nothing changed in the recorded settings"))
         return out
