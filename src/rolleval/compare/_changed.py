@@ -120,7 +120,8 @@ def human(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float):
-        return f"{value:g}"
+        short = f"{value:g}"  # 1.0 -> "1"; never hides a difference: else the full repr
+        return short if float(short) == value else repr(value)
     if isinstance(value, int):
         return str(value)
     if isinstance(value, str):
