@@ -3,9 +3,9 @@
 its sha256 in the run's measurement so ``--resume`` with another file is refused.
 
 The end-to-end test serves a requantized copy of the embedded model (Q4_1 -> Q4_0 with
-llama-cpp-python's ``llama_model_quantize``, about 3 s) on a log-likelihood task: the run
-probes the server's prompt log-probs first and refuses shifted ones, so a completed run shows
-they were correct. The other tests need no model.
+llama-cpp-python's ``llama_model_quantize``, about 3 s): one rollout of one problem, a
+refused resume, then the prompt log-probs probe (which refuses llama-cpp-python's own,
+shifted ones) against the same file. The other tests need no model.
 """
 
 from __future__ import annotations
@@ -83,15 +83,13 @@ def requantized(tmp_path_factory) -> Path:
 def test_a_requantized_gguf_runs_end_to_end_and_resume_with_another_file_is_refused(
     requantized, tmp_path, capsys
 ):
-    from rolleval._local._launcher import default_model_path
+    from rolleval._local._launcher import LocalServer, LocalServerOptions, default_model_path
+    from rolleval.client._logprob_probe import require_prompt_logprobs
 
-    config = tmp_path / "run.yaml"
-    config.write_text(
-        f"model: local\nlocal_model: {requantized}\ntasks: [arc_easy_rc]\nlimit: 1\n"
-        "server_options: {n_threads: 2}\ngrading_workers: 0\n"
-    )
     out = tmp_path / "run"
-    code, _o, err = _cli(capsys, "run", "--config", config, "--out", out, "--no-progress")
+    run = ["run", "--task", "copycolors", "--limit", 1, "-n", 1, "--max-tokens", 4]
+    run += ["--server-option", "n_threads=2", "--no-progress"]
+    code, _o, err = _cli(capsys, *run, "--model", f"local:{requantized}", "--out", out)
     assert code == 0, err
     manifest = json.loads((out / "manifest.json").read_text())
     sha = hashlib.sha256(requantized.read_bytes()).hexdigest()
@@ -101,15 +99,20 @@ def test_a_requantized_gguf_runs_end_to_end_and_resume_with_another_file_is_refu
     assert (server["model_file"], server["model_sha256"]) == (requantized.name, sha)
     assert server["model_path"] == str(requantized.resolve())
     assert manifest["provenance"]["endpoint"]["model"] == requantized.stem
-    folder = out / "tasks" / "arc_easy_rc"
-    rollouts = [json.loads(x) for x in (folder / "rollouts.jsonl").read_text().splitlines()]
-    # the log-probs were probed (shifted ones are refused with exit 2) and every answer scored
-    assert len(rollouts) == 1
-    assert all(
-        r["status"] == "ok" and all(o["logprob"] < 0 for o in r["options"]) for r in rollouts
-    )
+    rollouts = [
+        json.loads(x)
+        for x in (out / "tasks" / "copycolors" / "rollouts.jsonl").read_text().splitlines()
+    ]
+    # the server answered under the file's name
+    assert [(r["status"], r["model"]) for r in rollouts] == [("ok", requantized.stem)]
     # another file (the embedded one) cannot continue this run: refused before any server
-    other = tmp_path / "other.yaml"
-    other.write_text(config.read_text().replace(str(requantized), str(default_model_path())))
-    code, _o, err = _cli(capsys, "run", "--config", other, "--out", out, "--resume")
+    code, _o, err = _cli(
+        capsys, *run, "--model", f"local:{default_model_path()}", "--out", out, "--resume"
+    )
     assert code == 2 and "local_model_sha256" in err and "--resume refused" in err
+    # served through rolleval's wrapper: the echoed prompt log-probs pass the probe that
+    # refuses llama-cpp-python's own (shifted by one token; tests/test_logprob_probe.py)
+    options = LocalServerOptions(model_path=str(requantized), server_options={"n_threads": 2})
+    with LocalServer(options) as srv:
+        assert srv.model_name == requantized.stem
+        assert require_prompt_logprobs(srv.base_url, srv.model_name).ok
