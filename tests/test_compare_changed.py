@@ -20,7 +20,7 @@ import pytest
 
 from rolleval import import_run
 from rolleval._cli import main
-from rolleval.compare import compare_runs
+from rolleval.compare import compare_runs, gate_run
 from rolleval.compare._changed import SideLabel, SideRecord, human, what_changed
 from rolleval.errors import UsageError
 from rolleval.rundir._store import atomic_write_json
@@ -186,6 +186,25 @@ def test_tasks_of_other_names_pair_by_content_and_say_so(tmp_path):
     assert t["pairing"]["by"] == "content" and t["problems"]["compared"] == 30
     assert "alpha ~ beta: 30 of 30 problems matched by content" in t["alignment"]["notes"]
     assert res["skipped_tasks"] == {}
+
+
+def test_gate_pairs_tasks_by_content_too(tmp_path):
+    base = write_synthetic_run(tmp_path / "b", task="alpha", n_problems=30, n_rollouts=4, rng=3)
+    run = write_synthetic_run(tmp_path / "c", task="beta", n_problems=30, n_rollouts=4, rng=3)
+    out = gate_run(run.path, base.path, n_resamples=500).to_dict()
+    assert {c["task"] for c in out["checks"]} == {"alpha"}
+    assert len(out["comparisons"]) == 2  # the default policy: pass@1 and unextracted_rate
+    for t in out["comparisons"]:
+        assert (t["task"], t["candidate_task"], t["pairing"]["by"]) == ("alpha", "beta", "content")
+    # the same generator and seed: only the task's name differs, which is not a setting
+    assert out["what_changed"]["nothing_changed"] is True
+
+
+def test_server_option_model_points_to_the_local_path_form():
+    from rolleval._local._launcher import LocalServerOptions
+
+    with pytest.raises(UsageError, match=r"--model local:/path/model\.gguf"):
+        LocalServerOptions(server_options={"model": "/x.gguf"})
 
 
 def test_no_content_match_and_no_map_exits_2_naming_task_map(tmp_path, capsys):

@@ -127,8 +127,13 @@ class LocalServerOptions:
     def __post_init__(self) -> None:
         bad = sorted(set(self.server_options) & _RESERVED)
         if bad:
+            hint = (
+                " (to serve another GGUF file: --model local:/path/model.gguf)"
+                if "model" in bad
+                else ""
+            )
             raise UsageError(
-                f"server option(s) {', '.join(bad)} are set by rolleval's launcher; remove them"
+                f"server option(s) {', '.join(bad)} are set by rolleval's launcher; remove them{hint}"
             )
         for key, value in self.server_options.items():
             if not isinstance(value, (str, int, float, bool)):
