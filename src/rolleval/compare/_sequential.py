@@ -1,0 +1,174 @@
+"""The sequential decision rule: compare's verdict words from an anytime-valid sequence.
+
+Pure functions. A sequential run (``rolleval run --until-decided``) looks after every round
+at the hedged betting confidence sequence (:func:`rolleval.stats.betting_cs`) of the mean
+paired difference ``d = candidate rate - baseline rate`` in ``[-1, 1]`` and stops as soon as
+no later look can change the exit code. ``docs/contract.md``, "Sequential comparison",
+states the rule and its error guarantee.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import EXIT_INCONCLUSIVE, EXIT_NEGATIVE, EXIT_OK
+from ..stats import betting_capital
+from ._rule import ComparisonVerdict, verdict_exit_code
+
+__all__ = [
+    "SEQUENTIAL_DESIGN",
+    "FirstDecision",
+    "SequentialDecision",
+    "first_decision",
+    "sequential_overall",
+    "sequential_verdict",
+    "task_alpha",
+]
+
+#: The design's name in run files and in compare's ``method``.
+SEQUENTIAL_DESIGN = "sequential"
+
+
+@dataclass(frozen=True)
+class SequentialDecision:
+    """The verdict at one look: ``settled`` when no later look can change its exit code."""
+
+    verdict: ComparisonVerdict | None
+    """The verdict word when settled (or at the budget), else None (keep going)."""
+    settled: bool
+    reason: str
+
+    @property
+    def exit_code(self) -> int | None:
+        return None if self.verdict is None else verdict_exit_code(self.verdict)
+
+
+def task_alpha(alpha: float, n_tasks: int) -> float:
+    """Bonferroni: each of ``n_tasks`` sequences at ``alpha / n_tasks``. A union bound holds
+    at any stopping time (each sequence is time-uniform); Holm's step-down does not carry
+    over to optional stopping as it is."""
+    return alpha / max(1, n_tasks)
+
+
+def sequential_verdict(
+    lower: float, upper: float, *, threshold: float, spent: bool
+) -> SequentialDecision:
+    """The verdict from the sequence's current interval ``(lower, upper)`` of the mean ``d``.
+
+    With ``tau = threshold``, checked in this order (the interval is open):
+
+    =================================  ===============================  ====  =======
+    interval                           verdict                          exit  settled
+    =================================  ===============================  ====  =======
+    ``upper <= -tau``                  ``regression``                   1     yes
+    ``lower >= tau``                   ``improvement``                  0     yes
+    ``-tau <= lower, upper <= tau``    ``equivalent_within_threshold``  0     yes
+                                       (``significant_below_threshold``
+                                       when it excludes 0)
+    ``lower >= 0``                     ``significant_below_threshold``  0     yes
+    otherwise, budget spent            ``inconclusive``                 3     yes
+    otherwise                          (none: look again)                     no
+    =================================  ===============================  ====  =======
+
+    Each settled row stays settled: the running intersection only shrinks, and every
+    interval inside a settled one gives the same exit code.
+    """
+    tau = float(threshold)
+    if upper <= -tau:
+        return SequentialDecision(
+            "regression", True, f"the sequence lies below -{tau:g}: a drop of more than {tau:g}"
+        )
+    if lower >= tau:
+        return SequentialDecision(
+            "improvement", True, f"the sequence lies above +{tau:g}: a gain of more than {tau:g}"
+        )
+    if -tau <= lower and upper <= tau and tau > 0:
+        if lower < 0.0 < upper:
+            return SequentialDecision(
+                "equivalent_within_threshold",
+                True,
+                f"the sequence lies inside (-{tau:g}, +{tau:g}) and includes 0",
+            )
+        return SequentialDecision(
+            "significant_below_threshold",
+            True,
+            f"the sequence lies inside (-{tau:g}, +{tau:g}) and excludes 0",
+        )
+    if lower >= 0.0:
+        return SequentialDecision(
+            "significant_below_threshold",
+            True,
+            "the sequence lies above 0: a gain is established (no later look can block)",
+        )
+    if spent:
+        why = (
+            f"a drop is established but may be smaller than {tau:g}"
+            if upper <= 0.0
+            else f"the sequence still reaches a drop of {tau:g} or more"
+        )
+        return SequentialDecision("inconclusive", True, f"budget spent: {why}")
+    return SequentialDecision(None, False, "not settled: look again")
+
+
+def sequential_overall(verdicts: Mapping[str, ComparisonVerdict]) -> tuple[str, int]:
+    """Overall word and exit code over the tasks: regression if any task regressed, else
+    inconclusive if any is, else pass (each task already at its Bonferroni level)."""
+    values = set(verdicts.values())
+    if "regression" in values:
+        return "regression", EXIT_NEGATIVE
+    if values & {"inconclusive", "insufficient_evidence"}:
+        return "inconclusive", EXIT_INCONCLUSIVE
+    return "pass", EXIT_OK
+
+
+@dataclass(frozen=True)
+class FirstDecision:
+    """Result of :func:`first_decision`: the verdict and the number of values it used."""
+
+    verdict: ComparisonVerdict
+    n_used: int
+
+
+def first_decision(
+    d: Sequence[float] | np.ndarray,
+    *,
+    alpha: float,
+    threshold: float,
+    looks: Sequence[int] | np.ndarray | None = None,
+) -> FirstDecision:
+    """The verdict and stopping time of a sequential run over ``d`` (looking at ``looks``,
+    default after every value; the budget is ``len(d)``), in O(T).
+
+    Equal to applying :func:`sequential_verdict` to :func:`rolleval.stats.betting_cs` at
+    every look, because the rule only asks where the interval lies relative to ``-tau``,
+    ``0`` and ``tau``: the null ``m`` is below the running-intersection interval at look
+    ``t`` exactly when ``log K+_s(m) >= log(2/alpha)`` for some look ``s <= t``, and above
+    it when ``log K-_s(m)`` is (:func:`rolleval.stats.betting_capital`). Used by the
+    planner and the calibration; tested against the interval form.
+    """
+    values = np.asarray(d, dtype=np.float64)
+    n = values.size
+    at = np.arange(1, n + 1) if looks is None else np.asarray(looks, dtype=np.int64)
+    tau = float(threshold)
+    below: dict[float, np.ndarray] = {}
+    above: dict[float, np.ndarray] = {}
+    for m in (-tau, 0.0, tau):
+        cap = betting_capital(values, m, alpha=alpha)
+        thr = cap.log_threshold
+        below[m] = np.maximum.accumulate(cap.log_positive[at - 1] >= thr)
+        above[m] = np.maximum.accumulate(cap.log_negative[at - 1] >= thr)
+    points = (-tau, 0.0, tau)
+    for j, t in enumerate(at.tolist()):
+        # Pseudo-bounds: a null rejected from below is at or under the lower bound, one
+        # rejected from above at or over the upper; where the interval lies relative to
+        # -tau, 0 and tau is all the rule reads, so these give the interval's verdict.
+        lower = max([m for m in points if below[m][j]], default=-1.0)
+        upper = min([m for m in points if above[m][j]], default=1.0)
+        decision = sequential_verdict(lower, upper, threshold=tau, spent=t == n)
+        if decision.settled:
+            assert decision.verdict is not None
+            return FirstDecision(decision.verdict, int(t))
+    return FirstDecision("inconclusive", n)

@@ -1,0 +1,104 @@
+"""The sequential decision rule (rolleval.compare._sequential): table, settledness, and the
+O(T) form against the interval form at every look."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rolleval.compare._sequential import (
+    first_decision,
+    sequential_overall,
+    sequential_verdict,
+    task_alpha,
+)
+from rolleval.stats import betting_cs
+
+TAU = 0.02
+
+
+@pytest.mark.parametrize(
+    "lower, upper, spent, verdict",
+    [
+        (-0.30, -0.02, False, "regression"),
+        (-0.30, -0.021, True, "regression"),
+        (0.02, 0.30, False, "improvement"),
+        (-0.019, 0.019, False, "equivalent_within_threshold"),
+        (-0.02, 0.02, False, "equivalent_within_threshold"),
+        (-0.019, -0.001, False, "significant_below_threshold"),
+        (0.001, 0.30, False, "significant_below_threshold"),
+        (-0.05, 0.01, False, None),
+        (-0.05, -0.01, False, None),
+        (-0.05, 0.01, True, "inconclusive"),
+        (-0.05, -0.01, True, "inconclusive"),
+    ],
+)
+def test_verdict_table(lower, upper, spent, verdict):
+    decision = sequential_verdict(lower, upper, threshold=TAU, spent=spent)
+    assert decision.verdict == verdict
+    assert decision.settled == (verdict is not None)
+
+
+def test_settled_verdicts_keep_their_exit_code_inside_a_narrower_interval():
+    """Every interval nested in a settled one has the same exit code (the running
+    intersection only shrinks), checked on a grid of intervals."""
+    grid = np.round(np.linspace(-0.1, 0.1, 41), 6)
+    for lo in grid:
+        for hi in grid[grid > lo]:
+            outer = sequential_verdict(lo, hi, threshold=TAU, spent=False)
+            if not outer.settled:
+                continue
+            for lo2 in grid[(grid >= lo) & (grid < hi)]:
+                for hi2 in grid[(grid > lo2) & (grid <= hi)]:
+                    inner = sequential_verdict(lo2, hi2, threshold=TAU, spent=False)
+                    assert inner.settled and inner.exit_code == outer.exit_code, (lo, hi, lo2, hi2)
+
+
+def _d(rng, size, drop, k=8):
+    p = rng.beta(2, 2, size)
+    return rng.binomial(k, np.clip(p - drop, 0, 1)) / k - rng.binomial(k, p) / k
+
+
+@pytest.mark.parametrize("drop", [0.0, 0.05, 0.12, -0.12])
+def test_first_decision_equals_the_rule_on_the_interval_at_every_look(drop):
+    rng = np.random.default_rng(int(100 * abs(drop)) + 7 + (drop < 0))
+    for _ in range(4):
+        d = _d(rng, 150, drop)
+        cs = betting_cs(d)
+        expected = None
+        for t in range(1, 151):
+            dec = sequential_verdict(
+                float(cs.lower[t - 1]), float(cs.upper[t - 1]), threshold=TAU, spent=t == 150
+            )
+            if dec.settled:
+                expected = (dec.verdict, t)
+                break
+        got = first_decision(d, alpha=0.05, threshold=TAU)
+        assert (got.verdict, got.n_used) == expected
+        looks = [10, 50, 100, 150]
+        cs = betting_cs(d, looks=looks)
+        for j, t in enumerate(looks):
+            dec = sequential_verdict(
+                float(cs.lower[j]), float(cs.upper[j]), threshold=TAU, spent=t == 150
+            )
+            if dec.settled:
+                expected = (dec.verdict, t)
+                break
+        got = first_decision(d, alpha=0.05, threshold=TAU, looks=looks)
+        assert (got.verdict, got.n_used) == expected
+
+
+def test_a_large_drop_stops_early():
+    rng = np.random.default_rng(3)
+    got = first_decision(_d(rng, 1000, 0.15), alpha=0.05, threshold=TAU)
+    assert got.verdict == "regression" and got.n_used < 200
+
+
+def test_overall_and_bonferroni():
+    assert task_alpha(0.05, 4) == 0.0125
+    assert sequential_overall({"a": "regression", "b": "inconclusive"}) == ("regression", 1)
+    assert sequential_overall({"a": "improvement", "b": "inconclusive"}) == ("inconclusive", 3)
+    assert sequential_overall({"a": "improvement", "b": "equivalent_within_threshold"}) == (
+        "pass",
+        0,
+    )
