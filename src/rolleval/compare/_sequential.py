@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ..errors import EXIT_INCONCLUSIVE, EXIT_NEGATIVE, EXIT_OK
 from ..stats import betting_capital
-from ._rule import ComparisonVerdict, verdict_exit_code
+from ._rule import ComparisonVerdict, verdict_exit_code, verdict_label
 
 __all__ = [
     "SEQUENTIAL_DESIGN",
@@ -24,7 +25,9 @@ __all__ = [
     "SequentialDecision",
     "first_decision",
     "sequential_overall",
+    "sequential_summary",
     "sequential_verdict",
+    "stopped_line",
     "task_alpha",
 ]
 
@@ -172,3 +175,33 @@ def first_decision(
             assert decision.verdict is not None
             return FirstDecision(decision.verdict, int(t))
     return FirstDecision("inconclusive", n)
+
+
+def stopped_line(task: str, record: Mapping[str, Any]) -> str:
+    """``"<task>: stopped after 87 of 500 problems: regression"`` (with the last interval)."""
+    looks = record.get("looks") or []
+    where = ""
+    if looks:
+        last = looks[-1]
+        where = f"; sequence [{last['lower']:+.4f}, {last['upper']:+.4f}]"
+    verdict = record.get("verdict") or "not settled (the run stopped early)"
+    done = record.get("stopped_after")
+    if done is None:
+        done = looks[-1]["problems"] if looks else 0
+    return (
+        f"{task}: stopped after {done} of {len(record.get('order') or [])} problems: "
+        f"{verdict_label(verdict) if record.get('verdict') else verdict}{where}"
+    )
+
+
+def sequential_summary(design: Mapping[str, Any]) -> str:
+    """The text block a sequential run prints (``run``, ``compare``, ``report``)."""
+    lines = [
+        f"sequential design: {design.get('method')}, alpha {design.get('alpha')} "
+        f"({design.get('multiplicity')}), threshold {design.get('threshold')}, "
+        f"order seed {design.get('order_seed')}, rounds of {design.get('round_problems')} problems"
+    ]
+    for task, record in (design.get("tasks") or {}).items():
+        lines.append("  " + stopped_line(task, record))
+    lines.append(f"overall: {design.get('verdict') or 'not settled'}")
+    return "\n".join(lines)

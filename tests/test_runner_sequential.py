@@ -1,0 +1,99 @@
+"""`rolleval run --baseline BASE --until-decided` against a real server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from conftest import run_config, write_math_task
+from rolleval import run_eval
+from rolleval._runner import SequentialOptions
+from rolleval.errors import UsageError
+from rolleval.testing import OpenAIServer
+
+N_PROBLEMS = 60
+
+
+def _responder(right_share: float):
+    """Right when (seed % 100) < 100 * right_share, so the share is known in advance."""
+
+    def answer(request):
+        a, b = map(
+            int, re.search(r"What is (\d+)\+(\d+)\?", request["messages"][-1]["content"]).groups()
+        )
+        right = request["seed"] % 100 < 100 * right_share
+        return f"The answer is \\boxed{{{a + b if right else a + b + 1}}}.", "stop"
+
+    return answer
+
+
+@pytest.fixture
+def base(tmp_path):
+    data = write_math_task(tmp_path / "sums.jsonl", N_PROBLEMS)
+    with OpenAIServer(responder=_responder(1.0)) as srv:
+        run_eval(run_config(srv, data, n_rollouts=2, seed=1), tmp_path / "base", progress=False)
+    return data, tmp_path / "base"
+
+
+def _run(tmp_path, data, base, right_share, **options):
+    with OpenAIServer(responder=_responder(right_share)) as srv:
+        out = run_eval(
+            run_config(srv, data, n_rollouts=2, seed=5),
+            tmp_path / "cand",
+            progress=False,
+            sequential=SequentialOptions(baseline=base, **options),
+        )
+        return out, srv.completion_requests
+
+
+def test_a_clear_regression_stops_early_and_records_the_design(tmp_path, base):
+    data, base_dir = base
+    out, requests = _run(tmp_path, data, base_dir, 0.0, round_problems=5)
+    # every d is -1: the sequence at alpha = 0.05 falls below -0.02 within a few problems
+    seq = out.sequential
+    task = seq["tasks"]["sums"]
+    assert seq["verdict"] == "regression" and out.exit_code == 1
+    assert task["verdict"] == "regression" and task["stopped_after"] < N_PROBLEMS
+    assert requests == 2 * task["stopped_after"]  # only the visited problems were requested
+    assert sorted(task["order"]) == [f"sums/s{i:02d}" for i in range(N_PROBLEMS)]
+    assert [look["problems"] for look in task["looks"]] == list(
+        range(5, task["stopped_after"] + 1, 5)
+    )
+    assert task["looks"][-1]["upper"] <= -0.02 < task["looks"][-2]["upper"]
+    manifest = json.loads((tmp_path / "cand" / "manifest.json").read_text())
+    assert manifest["schema_version"] == 3
+    assert manifest["sequential"]["design"] == "sequential"
+    assert manifest["sequential"]["order_seed"] == 5 and manifest["sequential"]["alpha"] == 0.05
+    assert "stopped after" in manifest["sequential"]["stopping_reason"]
+
+
+def test_the_order_is_seeded(tmp_path, base):
+    data, base_dir = base
+    first, _ = _run(tmp_path, data, base_dir, 0.0, round_problems=5)
+    order = first.sequential["tasks"]["sums"]["order"]
+    import shutil
+
+    shutil.rmtree(tmp_path / "cand")
+    again, _ = _run(tmp_path, data, base_dir, 0.0, round_problems=5)
+    assert again.sequential["tasks"]["sums"]["order"] == order
+    assert order != sorted(order)
+
+
+def test_the_budget_gives_inconclusive_exit_3(tmp_path, base):
+    data, base_dir = base
+    out, requests = _run(tmp_path, data, base_dir, 0.5, max_problems=8, round_problems=4)
+    task = out.sequential["tasks"]["sums"]
+    assert task["verdict"] == "inconclusive" and out.exit_code == 3
+    assert task["stopped_after"] == 8 and requests == 16
+    assert task["reason"].startswith("budget spent")
+
+
+def test_baseline_problems_must_be_the_candidates(tmp_path, base):
+    _data, base_dir = base
+    (tmp_path / "other").mkdir()
+    other = write_math_task(tmp_path / "other" / "sums.jsonl", N_PROBLEMS - 1)
+    with pytest.raises(UsageError, match="BASE's problems must all be in the run"):
+        _run(tmp_path, other, base_dir, 0.0)
+    assert not (tmp_path / "cand").exists()
