@@ -97,3 +97,23 @@ def test_baseline_problems_must_be_the_candidates(tmp_path, base):
     with pytest.raises(UsageError, match="BASE's problems must all be in the run"):
         _run(tmp_path, other, base_dir, 0.0)
     assert not (tmp_path / "cand").exists()
+
+
+def test_compare_gives_the_recorded_sequential_verdict_and_refuses_another_baseline(tmp_path, base):
+    from conftest import run_cli
+
+    data, base_dir = base
+    out, _ = _run(tmp_path, data, base_dir, 0.0, round_problems=5)
+    stopped = out.sequential["tasks"]["sums"]["stopped_after"]
+    res = run_cli("compare", str(base_dir), str(tmp_path / "cand"))
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert "sequential" in res.stdout
+    assert f"stopped after {stopped} of {N_PROBLEMS} problems: regression" in res.stdout
+    res = run_cli("compare", str(base_dir), str(tmp_path / "cand"), "--format", "json")
+    doc = json.loads(res.stdout)
+    assert doc["method"].startswith("sequential") and doc["verdict"] == "regression"
+    # against another baseline (the candidate run itself as BASE): refused, exit 2
+    res = run_cli("compare", str(tmp_path / "cand"), str(tmp_path / "cand"))
+    assert res.returncode == 2 and "optional stopping" in res.stderr
+    res = run_cli("compare", str(tmp_path / "cand"), str(base_dir))
+    assert res.returncode == 2 and "optional stopping" in res.stderr

@@ -116,7 +116,7 @@ def sequential_verdict(
     return SequentialDecision(None, False, "not settled: look again")
 
 
-def sequential_overall(verdicts: Mapping[str, ComparisonVerdict]) -> tuple[str, int]:
+def sequential_overall(verdicts: Mapping[str, str]) -> tuple[str, int]:
     """Overall word and exit code over the tasks: regression if any task regressed, else
     inconclusive if any is, else pass (each task already at its Bonferroni level)."""
     values = set(verdicts.values())
