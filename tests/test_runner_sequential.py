@@ -117,3 +117,19 @@ def test_compare_gives_the_recorded_sequential_verdict_and_refuses_another_basel
     assert res.returncode == 2 and "optional stopping" in res.stderr
     res = run_cli("compare", str(tmp_path / "cand"), str(base_dir))
     assert res.returncode == 2 and "optional stopping" in res.stderr
+
+
+def test_report_and_html_say_where_the_run_stopped(tmp_path, base):
+    from conftest import run_cli
+
+    data, base_dir = base
+    out, _ = _run(tmp_path, data, base_dir, 0.0, round_problems=5)
+    stopped = out.sequential["tasks"]["sums"]["stopped_after"]
+    line = f"stopped after {stopped} of {N_PROBLEMS} problems: regression"
+    res = run_cli("report", str(tmp_path / "cand"), "--html", str(tmp_path / "r.html"))
+    assert res.returncode == 0, res.stderr
+    assert line in res.stdout
+    assert line in (tmp_path / "r.html").read_text()
+    assert json.loads((tmp_path / "cand" / "report.json").read_text())["sequential"]["verdict"] == (
+        "regression"
+    )

@@ -47,7 +47,8 @@ BASELINE_SCHEMA = 2
 """Version 2 (issue 10) added per-problem ``gradable``/``unjudged``/``missing`` counts,
 pooled ``health`` counts, answer-cluster ``votes`` and ``run_status``; a version-1 file
 cannot be upgraded (it lacks the counts) and is refused with "save it again"."""
-REPORT_VERSION = 1
+REPORT_VERSION = 2
+"""Version 2 (issue 24) added the optional ``sequential`` block; version 1 reads as it is."""
 
 RunStatus = Literal["running", "completed", "interrupted", "failed"]
 """``running`` while a command writes it (or after a crash); ``interrupted`` after Ctrl-C,
@@ -320,6 +321,7 @@ class RunReport(FileModel):
     kind: ClassVar[str] = "report"
     version_field: ClassVar[str] = "report_version"
     current_version: ClassVar[int] = REPORT_VERSION
+    _upgrades: ClassVar[dict[int, Any]] = {1: _unchanged}
 
     report_version: int = REPORT_VERSION
     rolleval_version: str
@@ -327,6 +329,9 @@ class RunReport(FileModel):
     model: str | None = None
     tasks: dict[str, dict[str, Any]]
     """Task name -> task report (see ``docs/run-format.md``)."""
+    sequential: dict[str, Any] | None = None
+    """A sequential run's design, looks and verdict (the manifest's ``sequential``);
+    absent for a fixed-design run (report version 2)."""
 
 
 class BaselineTask(RecordPart):
