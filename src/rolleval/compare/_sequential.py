@@ -27,6 +27,7 @@ __all__ = [
     "sequential_overall",
     "sequential_summary",
     "sequential_verdict",
+    "simulate_sequential",
     "stopped_line",
     "task_alpha",
 ]
@@ -205,3 +206,58 @@ def sequential_summary(design: Mapping[str, Any]) -> str:
         lines.append("  " + stopped_line(task, record))
     lines.append(f"overall: {design.get('verdict') or 'not settled'}")
     return "\n".join(lines)
+
+
+def simulate_sequential(
+    c_baseline: np.ndarray,
+    n_baseline: np.ndarray,
+    *,
+    effect: float,
+    threshold: float,
+    alpha: float,
+    budget: int | None = None,
+    round_problems: int = 10,
+    n_rollouts: int | None = None,
+    n_sims: int = 1000,
+    rng: int | np.random.Generator = 0,
+) -> dict[str, Any]:
+    """Problems a sequential run against this baseline uses, by simulation.
+
+    Model (the plan's): BASE's per-problem values ``c/n`` are fixed, as in a real
+    sequential run; the candidate's pass@1 on problem i is ``Binomial(k, p_i) / k`` with
+    ``p_i = clip(c_i/n_i - effect, 0, 1)`` (the pilot's rates as the truth, shifted by the
+    drop) and ``k = n_rollouts`` (default BASE's ``n_i``). Each simulation draws a random
+    visit order, looks after every ``round_problems`` problems and applies the rule
+    (:func:`first_decision`). Returns the mean and 90th percentile of the problems used, the
+    share of each verdict, and the mean drop the model implies (clipping at 0 makes it
+    smaller than ``effect`` on problems the pilot never solved).
+    """
+    gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
+    c = np.asarray(c_baseline, dtype=np.float64)
+    n = np.asarray(n_baseline, dtype=np.float64)
+    keep = n > 0
+    c, n = c[keep], n[keep]
+    base = c / n
+    k = n.astype(np.int64) if n_rollouts is None else np.full(n.size, int(n_rollouts))
+    p = np.clip(base - effect, 0.0, 1.0)
+    size = n.size if budget is None else min(int(budget), n.size)
+    looks = np.unique(
+        np.minimum(np.arange(round_problems, size + round_problems, round_problems), size)
+    )
+    used = np.empty(n_sims, dtype=np.int64)
+    verdicts: dict[str, int] = {}
+    for s in range(n_sims):
+        order = gen.permutation(n.size)[:size]
+        d = gen.binomial(k[order], p[order]) / k[order] - base[order]
+        res = first_decision(d, alpha=alpha, threshold=threshold, looks=looks)
+        used[s] = res.n_used
+        verdicts[res.verdict] = verdicts.get(res.verdict, 0) + 1
+    return {
+        "sims": n_sims,
+        "budget": size,
+        "round_problems": round_problems,
+        "implied_drop": float(np.mean(base - p)),
+        "mean_problems": float(used.mean()),
+        "p90_problems": float(np.percentile(used, 90)),
+        "verdicts": {v: verdicts[v] / n_sims for v in sorted(verdicts)},
+    }
