@@ -18,40 +18,63 @@ TAU = 0.02
 
 
 @pytest.mark.parametrize(
-    "lower, upper, spent, verdict",
+    "lower, upper, effect, spent, verdict",
     [
-        (-0.30, -0.02, False, "regression"),
-        (-0.30, -0.021, True, "regression"),
-        (0.02, 0.30, False, "improvement"),
-        (-0.019, 0.019, False, "equivalent_within_threshold"),
-        (-0.02, 0.02, False, "equivalent_within_threshold"),
-        (-0.019, -0.001, False, "significant_below_threshold"),
-        (0.001, 0.30, False, "significant_below_threshold"),
-        (-0.05, 0.01, False, None),
-        (-0.05, -0.01, False, None),
-        (-0.05, 0.01, True, "inconclusive"),
-        (-0.05, -0.01, True, "inconclusive"),
+        (-0.30, -0.001, -0.05, False, "regression"),
+        (-0.30, 0.0, -0.02, True, "regression"),
+        (-0.30, -0.001, -0.019, False, None),
+        (-0.30, -0.001, -0.019, True, "inconclusive"),
+        (-0.02, -0.001, -0.03, False, "significant_below_threshold"),
+        (-0.019, -0.001, -0.01, False, "significant_below_threshold"),
+        (0.0, 0.30, 0.05, False, "improvement"),
+        (0.001, 0.30, 0.019, False, "significant_below_threshold"),
+        (-0.019, 0.019, 0.0, False, "equivalent_within_threshold"),
+        (-0.02, 0.02, 0.0, False, "equivalent_within_threshold"),
+        (-0.05, 0.01, -0.03, False, None),
+        (-0.05, 0.01, -0.03, True, "inconclusive"),
+        (-0.01, 0.05, 0.0, False, None),
     ],
 )
-def test_verdict_table(lower, upper, spent, verdict):
-    decision = sequential_verdict(lower, upper, threshold=TAU, spent=spent)
+def test_verdict_table(lower, upper, effect, spent, verdict):
+    decision = sequential_verdict(lower, upper, effect=effect, threshold=TAU, spent=spent)
     assert decision.verdict == verdict
     assert decision.settled == (verdict is not None)
 
 
-def test_settled_verdicts_keep_their_exit_code_inside_a_narrower_interval():
-    """Every interval nested in a settled one has the same exit code (the running
-    intersection only shrinks), checked on a grid of intervals."""
+def test_a_pass_holds_for_every_narrower_interval():
+    """At a given effect, every interval nested in one that passes (exit 0) passes too (the
+    running intersection only shrinks, so a pass is final); a regression's narrower
+    intervals still exclude 0 (the regression verdict is a stopping decision: like the fixed
+    design's, it also reads the estimate)."""
+    grid = np.round(np.linspace(-0.1, 0.1, 21), 6)
+    for effect in (-0.05, -0.02, -0.01, 0.0, 0.01, 0.03):
+        for lo in grid:
+            for hi in grid[grid > lo]:
+                outer = sequential_verdict(lo, hi, effect=effect, threshold=TAU, spent=False)
+                if not outer.settled:
+                    continue
+                for lo2 in grid[(grid >= lo) & (grid < hi)]:
+                    for hi2 in grid[(grid > lo2) & (grid <= hi)]:
+                        inner = sequential_verdict(
+                            lo2, hi2, effect=effect, threshold=TAU, spent=False
+                        )
+                        assert inner.settled
+                        if outer.exit_code == 0:
+                            assert inner.exit_code == 0, (effect, lo, hi, lo2, hi2)
+                        else:
+                            assert hi2 <= 0
+
+
+def test_a_pass_needs_the_sequence_to_exclude_a_drop_of_tau_and_a_regression_to_exclude_0():
     grid = np.round(np.linspace(-0.1, 0.1, 41), 6)
-    for lo in grid:
-        for hi in grid[grid > lo]:
-            outer = sequential_verdict(lo, hi, threshold=TAU, spent=False)
-            if not outer.settled:
-                continue
-            for lo2 in grid[(grid >= lo) & (grid < hi)]:
-                for hi2 in grid[(grid > lo2) & (grid <= hi)]:
-                    inner = sequential_verdict(lo2, hi2, threshold=TAU, spent=False)
-                    assert inner.settled and inner.exit_code == outer.exit_code, (lo, hi, lo2, hi2)
+    for effect in np.linspace(-0.1, 0.1, 21):
+        for lo in grid:
+            for hi in grid[grid > lo]:
+                dec = sequential_verdict(lo, hi, effect=float(effect), threshold=TAU, spent=True)
+                if dec.exit_code == 0:
+                    assert lo >= -TAU
+                if dec.exit_code == 1:
+                    assert hi <= 0
 
 
 def _d(rng, size, drop, k=8):
@@ -68,7 +91,11 @@ def test_first_decision_equals_the_rule_on_the_interval_at_every_look(drop):
         expected = None
         for t in range(1, 151):
             dec = sequential_verdict(
-                float(cs.lower[t - 1]), float(cs.upper[t - 1]), threshold=TAU, spent=t == 150
+                float(cs.lower[t - 1]),
+                float(cs.upper[t - 1]),
+                effect=float(np.mean(d[:t])),
+                threshold=TAU,
+                spent=t == 150,
             )
             if dec.settled:
                 expected = (dec.verdict, t)
@@ -79,7 +106,11 @@ def test_first_decision_equals_the_rule_on_the_interval_at_every_look(drop):
         cs = betting_cs(d, looks=looks)
         for j, t in enumerate(looks):
             dec = sequential_verdict(
-                float(cs.lower[j]), float(cs.upper[j]), threshold=TAU, spent=t == 150
+                float(cs.lower[j]),
+                float(cs.upper[j]),
+                effect=float(np.mean(d[:t])),
+                threshold=TAU,
+                spent=t == 150,
             )
             if dec.settled:
                 expected = (dec.verdict, t)

@@ -199,13 +199,17 @@ def _look(state: _TaskState, frame: ProblemFrame, threshold: float) -> None:
         state.lower = max(state.lower, float(cs.lower[0]))
         state.upper = min(state.upper, float(cs.upper[0]))
     spent = state.visited >= len(state.order)
-    decision = sequential_verdict(state.lower, state.upper, threshold=threshold, spent=spent)
+    effect = math.fsum(state.d) / n_values if n_values else 0.0
+    decision = sequential_verdict(
+        state.lower, state.upper, effect=effect, threshold=threshold, spent=spent
+    )
     state.looks.append(
         SequentialLook(
             problems=state.visited,
             values=n_values,
             lower=state.lower,
             upper=state.upper,
+            effect=effect if n_values else None,
             verdict=decision.verdict,
         )
     )

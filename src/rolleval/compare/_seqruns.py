@@ -142,7 +142,7 @@ def _replay(name, task, base_frames, cand_frames, design, candidate) -> str:
     counts = sorted({look.values for look in task.looks if look.values > 0})
     if not counts:
         return task.verdict or "inconclusive"
-    cs = betting_cs(d, alpha=task.alpha, looks=counts) if len(d) >= counts[-1] else None
+    cs = betting_cs(d, alpha=task.alpha, looks=counts) if len(d) == counts[-1] else None
     if (
         cs is None
         or abs(cs.upper[-1] - task.looks[-1].upper) > 1e-9
@@ -155,7 +155,11 @@ def _replay(name, task, base_frames, cand_frames, design, candidate) -> str:
         )
     spent = visited >= len(task.order)
     decision = sequential_verdict(
-        float(cs.lower[-1]), float(cs.upper[-1]), threshold=design.threshold, spent=spent
+        float(cs.lower[-1]),
+        float(cs.upper[-1]),
+        effect=math.fsum(d) / len(d),
+        threshold=design.threshold,
+        spent=spent,
     )
     verdict = decision.verdict or "inconclusive"
     if task.verdict is not None and verdict != task.verdict:

@@ -17,7 +17,7 @@ import numpy as np
 
 from ..errors import EXIT_INCONCLUSIVE, EXIT_NEGATIVE, EXIT_OK
 from ..stats import betting_capital
-from ._rule import ComparisonVerdict, verdict_exit_code, verdict_label
+from ._rule import ComparisonVerdict, _at_most, verdict_exit_code, verdict_label
 
 __all__ = [
     "SEQUENTIAL_DESIGN",
@@ -58,58 +58,65 @@ def task_alpha(alpha: float, n_tasks: int) -> float:
 
 
 def sequential_verdict(
-    lower: float, upper: float, *, threshold: float, spent: bool
+    lower: float, upper: float, *, effect: float, threshold: float, spent: bool
 ) -> SequentialDecision:
-    """The verdict from the sequence's current interval ``(lower, upper)`` of the mean ``d``.
+    """The verdict at one look from the sequence's interval ``(lower, upper)`` of the mean
+    ``d`` and ``effect``, the mean of ``d`` over the problems seen (what compare reports).
 
-    With ``tau = threshold``, checked in this order (the interval is open):
+    The fixed design's words, with the sequence in place of the fixed-sample interval
+    ("significant" = the sequence excludes 0). With ``tau = threshold``, in this order:
 
-    =================================  ===============================  ====  =======
-    interval                           verdict                          exit  settled
-    =================================  ===============================  ====  =======
-    ``upper <= -tau``                  ``regression``                   1     yes
-    ``lower >= tau``                   ``improvement``                  0     yes
-    ``-tau <= lower, upper <= tau``    ``equivalent_within_threshold``  0     yes
-                                       (``significant_below_threshold``
-                                       when it excludes 0)
-    ``lower >= 0``                     ``significant_below_threshold``  0     yes
-    otherwise, budget spent            ``inconclusive``                 3     yes
-    otherwise                          (none: look again)                     no
-    =================================  ===============================  ====  =======
+    ==========================================  ===============================  ====
+    at this look                                verdict (stop)                   exit
+    ==========================================  ===============================  ====
+    ``upper <= 0`` and ``lower >= -tau``        ``significant_below_threshold``  0
+    ``upper <= 0`` and ``effect <= -tau``       ``regression``                   1
+    ``lower >= 0``                              ``improvement`` if ``effect >=   0
+                                                tau``, else
+                                                ``significant_below_threshold``
+    ``-tau <= lower`` and ``upper <= tau``      ``equivalent_within_threshold``  0
+    otherwise, budget spent                     ``inconclusive``                 3
+    otherwise                                   (none: look again)
+    ==========================================  ===============================  ====
 
-    Each settled row stays settled: the running intersection only shrinks, and every
-    interval inside a settled one gives the same exit code.
+    An exit 0 at any look needs the sequence to exclude every drop of ``tau`` or more, and a
+    regression needs it to exclude 0: so a true drop of at least ``tau`` passes, and a
+    candidate no worse than BASE is called a regression, each with probability at most
+    ``alpha / 2``, whenever the run stops (the sequence is time-uniform). A drop established
+    but possibly below ``tau`` with an estimate above ``-tau`` keeps the run going (the fixed
+    design's "significant, interval reaches -tau": inconclusive).
     """
     tau = float(threshold)
-    if upper <= -tau:
-        return SequentialDecision(
-            "regression", True, f"the sequence lies below -{tau:g}: a drop of more than {tau:g}"
-        )
-    if lower >= tau:
-        return SequentialDecision(
-            "improvement", True, f"the sequence lies above +{tau:g}: a gain of more than {tau:g}"
-        )
-    if -tau <= lower and upper <= tau and tau > 0:
-        if lower < 0.0 < upper:
+    if upper <= 0.0:
+        if lower >= -tau:
             return SequentialDecision(
-                "equivalent_within_threshold",
+                "significant_below_threshold",
                 True,
-                f"the sequence lies inside (-{tau:g}, +{tau:g}) and includes 0",
+                f"the sequence lies inside (-{tau:g}, 0): a drop smaller than {tau:g} is established",
             )
-        return SequentialDecision(
-            "significant_below_threshold",
-            True,
-            f"the sequence lies inside (-{tau:g}, +{tau:g}) and excludes 0",
+        if _at_most(effect, -tau):
+            return SequentialDecision(
+                "regression",
+                True,
+                f"the sequence excludes 0 and the effect {effect:+.4f} is at most -{tau:g}",
+            )
+    elif lower >= 0.0:
+        word: ComparisonVerdict = (
+            "improvement" if _at_most(tau, effect) else "significant_below_threshold"
         )
-    if lower >= 0.0:
         return SequentialDecision(
-            "significant_below_threshold",
+            word, True, f"the sequence lies above 0 (effect {effect:+.4f}): no later look can block"
+        )
+    elif -tau <= lower and upper <= tau and tau > 0:
+        return SequentialDecision(
+            "equivalent_within_threshold",
             True,
-            "the sequence lies above 0: a gain is established (no later look can block)",
+            f"the sequence lies inside (-{tau:g}, +{tau:g}) and includes 0",
         )
     if spent:
         why = (
-            f"a drop is established but may be smaller than {tau:g}"
+            f"a drop is established but the sequence still reaches -{tau:g} and the effect "
+            f"{effect:+.4f} is above it"
             if upper <= 0.0
             else f"the sequence still reaches a drop of {tau:g} or more"
         )
@@ -146,9 +153,9 @@ def first_decision(
     """The verdict and stopping time of a sequential run over ``d`` (looking at ``looks``,
     default after every value; the budget is ``len(d)``), in O(T).
 
-    Equal to applying :func:`sequential_verdict` to :func:`rolleval.stats.betting_cs` at
-    every look, because the rule only asks where the interval lies relative to ``-tau``,
-    ``0`` and ``tau``: the null ``m`` is below the running-intersection interval at look
+    Equal to applying :func:`sequential_verdict` to :func:`rolleval.stats.betting_cs` and
+    the running mean at every look, because the rule only asks where the interval lies
+    relative to ``-tau``, ``0`` and ``tau``: the null ``m`` is below the running-intersection interval at look
     ``t`` exactly when ``log K+_s(m) >= log(2/alpha)`` for some look ``s <= t``, and above
     it when ``log K-_s(m)`` is (:func:`rolleval.stats.betting_capital`). Used by the
     planner and the calibration; tested against the interval form.
@@ -157,6 +164,7 @@ def first_decision(
     n = values.size
     at = np.arange(1, n + 1) if looks is None else np.asarray(looks, dtype=np.int64)
     tau = float(threshold)
+    means = np.cumsum(values)[at - 1] / at
     below: dict[float, np.ndarray] = {}
     above: dict[float, np.ndarray] = {}
     for m in (-tau, 0.0, tau):
@@ -171,7 +179,9 @@ def first_decision(
         # -tau, 0 and tau is all the rule reads, so these give the interval's verdict.
         lower = max([m for m in points if below[m][j]], default=-1.0)
         upper = min([m for m in points if above[m][j]], default=1.0)
-        decision = sequential_verdict(lower, upper, threshold=tau, spent=t == n)
+        decision = sequential_verdict(
+            lower, upper, effect=float(means[j]), threshold=tau, spent=t == n
+        )
         if decision.settled:
             assert decision.verdict is not None
             return FirstDecision(decision.verdict, int(t))

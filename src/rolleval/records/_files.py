@@ -105,6 +105,8 @@ class SequentialLook(RecordPart):
     lower: float
     upper: float
     """The running-intersection interval of the mean difference (candidate - baseline)."""
+    effect: float | None = None
+    """The mean difference over the problems with one (``None`` before the first)."""
     verdict: str | None = None
     """The settled verdict at this look (``None``: not settled, look again)."""
 
