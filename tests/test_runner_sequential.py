@@ -29,12 +29,14 @@ def _responder(right_share: float):
     return answer
 
 
-@pytest.fixture
-def base(tmp_path):
-    data = write_math_task(tmp_path / "sums.jsonl", N_PROBLEMS)
+@pytest.fixture(scope="module")
+def base(tmp_path_factory):
+    """BASE: every rollout right (made once for the module; the tests only read it)."""
+    where = tmp_path_factory.mktemp("base")
+    data = write_math_task(where / "sums.jsonl", N_PROBLEMS)
     with OpenAIServer(responder=_responder(1.0)) as srv:
-        run_eval(run_config(srv, data, n_rollouts=2, seed=1), tmp_path / "base", progress=False)
-    return data, tmp_path / "base"
+        run_eval(run_config(srv, data, n_rollouts=2, seed=1), where / "base", progress=False)
+    return data, where / "base"
 
 
 def _run(tmp_path, data, base, right_share, **options):
@@ -133,3 +135,18 @@ def test_report_and_html_say_where_the_run_stopped(tmp_path, base):
     assert json.loads((tmp_path / "cand" / "report.json").read_text())["sequential"]["verdict"] == (
         "regression"
     )
+
+
+def test_cli_run_until_decided_exits_with_the_verdict(tmp_path, base):
+    from conftest import run_cli, write_run_yaml
+
+    data, base_dir = base
+    with OpenAIServer(responder=_responder(0.0)) as srv:
+        cfg = write_run_yaml(tmp_path / "run.yaml", srv, data, n_rollouts=2)
+        args = ["run", "--config", str(cfg), "--out", str(tmp_path / "cli"), "--no-progress"]
+        res = run_cli(*args, "--baseline", str(base_dir), "--until-decided", "--round-size", "5")
+        assert res.returncode == 1, res.stderr
+        assert "problems: regression" in res.stdout and "stopped after" in res.stdout
+        res = run_cli(*args[:3], "--out", str(tmp_path / "cli2"), "--threshold", "0.05")
+        assert res.returncode == 2 and "only with --until-decided" in res.stderr
+        assert not (tmp_path / "cli2").exists()
