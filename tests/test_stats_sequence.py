@@ -80,7 +80,9 @@ def test_bets_match_the_published_formula():
     rng = np.random.default_rng(1)
     x = rng.uniform(0, 1, 40)
     for alpha in (0.05, 0.2):
-        np.testing.assert_allclose(betting_bets(x, alpha), _bets_brute(list(x), alpha), rtol=1e-12)
+        np.testing.assert_allclose(
+            betting_bets(x, alpha=alpha), _bets_brute(list(x), alpha), rtol=1e-12
+        )
 
 
 @pytest.mark.parametrize("null", [-0.9, -0.3, -0.02, 0.0, 0.02, 0.5, 1.0, -1.0])

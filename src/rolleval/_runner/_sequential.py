@@ -28,7 +28,8 @@ from ..errors import UsageError
 from ..records import SequentialDesign, SequentialLook, SequentialTask
 from ..rundir._store import collect_warnings
 from ..rundir._writer import RunWriter
-from ..stats import BETTING_METHOD, betting_cs
+from ..stats import betting_cs
+from ..stats._sequence import BETTING_METHOD
 from ._resolve import ResolvedTask
 from ._schedule import Counters, Scheduler
 

@@ -54,7 +54,6 @@ from ._se import (
     variance_components,
 )
 from ._sequence import (
-    BETTING_METHOD,
     BettingCapital,
     ConfidenceSequence,
     betting_bets,
@@ -63,7 +62,6 @@ from ._sequence import (
 )
 
 __all__ = [
-    "BETTING_METHOD",
     "BettingCapital",
     "BootstrapResult",
     "ConfidenceSequence",

@@ -152,9 +152,42 @@ def _validate(values: object, alpha: object, value_range: object, truncation: ob
     return _Args(x, alpha_, low, high, c)
 
 
-def betting_bets(x: np.ndarray, alpha: float) -> np.ndarray:
-    """The predictable plug-in bets ``lam_1 .. lam_T`` for values ``x`` in ``[0, 1]``
-    (before truncation; formula in the module docstring). ``lam_t`` uses ``x_1 .. x_{t-1}``."""
+def betting_bets(x: object, *, alpha: float = 0.05) -> np.ndarray:
+    """The predictable plug-in bets ``lam_1 .. lam_T`` of :func:`betting_cs`, before truncation.
+
+    For values ``x`` in ``[0, 1]`` (eq. (26)-(27) of [1]_)::
+
+        lam_t = sqrt(2 log(2 / alpha) / (s2_{t-1} t log(1 + t)))
+        mu_t  = (1/2 + sum_{i<=t} x_i) / (t + 1),  s2_t = (1/4 + sum_{i<=t} (x_i - mu_i)^2) / (t + 1)
+
+    with ``s2_0 = 1/4``: ``lam_t`` uses only ``x_1 .. x_{t-1}`` (predictable).
+
+    Parameters
+    ----------
+    x : array-like
+        Values in ``[0, 1]``, in order.
+    alpha : float, default 0.05
+        The level the bets are tuned for.
+
+    Returns
+    -------
+    numpy.ndarray
+        One bet per value.
+
+    References
+    ----------
+    .. [1] I. Waudby-Smith and A. Ramdas, "Estimating means of bounded random variables by
+       betting", JRSS-B 86(1), 2024.
+
+    Examples
+    --------
+    >>> from rolleval.stats import betting_bets
+    >>> bets = betting_bets([0.5, 0.5, 0.5])
+    >>> round(float(bets[0]), 4)  # sqrt(2 log 40 / (1/4 * 1 * log 2))
+    6.525
+    """
+    x = np.asarray(x, dtype=np.float64)
+    alpha = check_open_unit(alpha, "alpha")
     t = np.arange(1, x.size + 1, dtype=np.float64)
     mu = (0.5 + np.cumsum(x)) / (t + 1.0)
     s2 = (0.25 + np.cumsum((x - mu) ** 2)) / (t + 1.0)
@@ -262,7 +295,7 @@ def betting_cs(
     args = _validate(values, alpha, value_range, truncation)
     x, n = args.x, args.x.size
     at = _check_looks(looks, n)
-    lam = betting_bets(x, args.alpha)
+    lam = betting_bets(x, alpha=args.alpha)
     log_thr = math.log(2.0 / args.alpha)
     lower = np.empty(at.size)
     upper = np.empty(at.size)
@@ -341,7 +374,7 @@ def betting_capital(
     Examples
     --------
     >>> from rolleval.stats import betting_capital
-    >>> cap = betting_capital([-1.0] * 8, 0.0)
+    >>> cap = betting_capital([-1.0] * 20, 0.0)
     >>> bool(cap.log_negative[-1] >= cap.log_threshold), bool(cap.log_positive[-1] < 0)
     (True, True)
     """
@@ -352,7 +385,7 @@ def betting_capital(
         )
     m = (float(null) - args.low) / (args.high - args.low)
     x = args.x
-    lam = betting_bets(x, args.alpha)
+    lam = betting_bets(x, alpha=args.alpha)
     c = args.truncation
     lam_pos = np.minimum(lam, c / m) if m > 0 else lam
     lam_neg = np.minimum(lam, c / (1.0 - m)) if m < 1 else lam
