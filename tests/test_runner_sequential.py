@@ -150,3 +150,17 @@ def test_cli_run_until_decided_exits_with_the_verdict(tmp_path, base):
         res = run_cli(*args[:3], "--out", str(tmp_path / "cli2"), "--threshold", "0.05")
         assert res.returncode == 2 and "only with --until-decided" in res.stderr
         assert not (tmp_path / "cli2").exists()
+
+
+def test_settings_compare_would_refuse_are_refused_before_any_request(tmp_path, base):
+    data, base_dir = base
+    with OpenAIServer(responder=_responder(0.0)) as srv:
+        with pytest.raises(UsageError, match="denominator_policy differs"):
+            run_eval(
+                run_config(srv, data, n_rollouts=2, seed=5, denominator_policy="requested"),
+                tmp_path / "cand",
+                progress=False,
+                sequential=SequentialOptions(baseline=base_dir),
+            )
+        assert srv.completion_requests == 0
+    assert not (tmp_path / "cand").exists()

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ..compare._frame import ProblemFrame, frames_from_run, load_frames
+from ..compare._frame import _MUST_MATCH, ProblemFrame, frames_from_run, load_frames
 from ..compare._sequential import sequential_overall, sequential_verdict, task_alpha
 from ..errors import UsageError
 from ..records import SequentialDesign, SequentialLook, SequentialTask
@@ -98,6 +98,24 @@ def _check_options(options: SequentialOptions) -> None:
         raise UsageError(f"--round-size must be >= 1; got {options.round_problems!r}")
 
 
+def _check_comparable(base: ProblemFrame, task: ResolvedTask, source: str) -> None:
+    """What compare would refuse at the end is refused before the first request: another
+    grader, score key, denominator or timeout policy; a score that is not pass/fail."""
+    mine = task.settings.model_dump(mode="json")
+    for key in _MUST_MATCH:
+        theirs, ours = base.settings.get(key), mine.get(key)
+        if theirs is not None and ours is not None and theirs != ours:
+            raise UsageError(
+                f"{source}: task {task.name!r}: {key} differs ({theirs!r} in BASE, {ours!r} "
+                "here): the runs would not be comparable; run with BASE's settings"
+            )
+    if mine.get("score_key", "correct") != "correct":
+        raise UsageError(
+            f"task {task.name!r} is graded by {mine.get('score_key')!r}: a sequential run "
+            "compares pass@1 of pass/fail grading (score_key 'correct')"
+        )
+
+
 def _matched_ids(base: ProblemFrame, task: ResolvedTask, source: str) -> list[str]:
     """BASE's problem ids, refusing any the candidate lacks or holds with other content."""
     prompts = task.prompts
@@ -141,6 +159,7 @@ def prepare_sequential(
     budget = 0
     for ti, t in enumerate(tasks):
         base = frames[t.name]
+        _check_comparable(base, t, source)
         ids = _matched_ids(base, t, source)
         order_rng = np.random.default_rng([seed, ti])
         order = [ids[i] for i in order_rng.permutation(len(ids))]
