@@ -119,6 +119,11 @@ def test_compare_gives_the_recorded_sequential_verdict_and_refuses_another_basel
     assert res.returncode == 2 and "optional stopping" in res.stderr
     res = run_cli("compare", str(tmp_path / "cand"), str(base_dir))
     assert res.returncode == 2 and "optional stopping" in res.stderr
+    res = run_cli("gate", str(tmp_path / "cand"), "--baseline", str(base_dir))
+    assert res.returncode == 2 and "optional stopping" in res.stderr
+    res = run_cli("baseline", "save", str(tmp_path / "cand"), "--out", str(tmp_path / "b.json"))
+    assert res.returncode == 2 and "cannot serve as a baseline" in res.stderr
+    assert not (tmp_path / "b.json").exists()
 
 
 def test_report_and_html_say_where_the_run_stopped(tmp_path, base):

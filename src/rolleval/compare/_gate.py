@@ -201,6 +201,9 @@ def gate_run(
     """Decide whether ``run`` may replace ``baseline`` under ``policy``."""
     policy = policy or DEFAULT_POLICY
     alpha = float(policy.get("alpha", 0.05))
+    from ._seqruns import refuse_sequential
+
+    refuse_sequential(baseline, run, hint="`rolleval compare BASE RUN` with its own BASE")
     fb = load_frames(baseline)
     fc = load_frames(run)
     named = list(tasks or []) or list(policy.get("tasks") or [])

@@ -365,15 +365,13 @@ def compare_runs(
     (exit 4) unless ``allow_incomplete``, and then the result carries its missing counts.
     """
     metric = canonical_metric(metric)
-    from ._seqruns import sequential_design_of
+    from ._seqruns import refuse_sequential
 
-    for side, path in (("candidate", candidate), ("baseline", baseline)):
-        if sequential_design_of(path) is not None:
-            raise UsageError(
-                f"{path}: the {side} is a sequential run (--until-decided): the fixed-sample "
-                "interval does not hold after optional stopping; `rolleval compare BASE RUN` "
-                "with its own BASE gives its sequential verdict (compare_sequential_run)"
-            )
+    refuse_sequential(
+        baseline,
+        candidate,
+        hint="`rolleval compare BASE RUN` with its own BASE (compare_sequential_run)",
+    )
     by_baseline = load_frames(baseline)
     by_candidate = load_frames(candidate)
     names = resolve_tasks(by_baseline, by_candidate, tasks, sources=(baseline, candidate))

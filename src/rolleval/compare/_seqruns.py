@@ -22,7 +22,12 @@ from ..stats import betting_cs
 from ._frame import load_frames
 from ._sequential import SEQUENTIAL_DESIGN, sequential_overall, sequential_verdict, stopped_line
 
-__all__ = ["SequentialCompareResult", "compare_sequential_run", "sequential_design_of"]
+__all__ = [
+    "SequentialCompareResult",
+    "compare_sequential_run",
+    "refuse_sequential",
+    "sequential_design_of",
+]
 
 
 def sequential_design_of(path: str | os.PathLike[str]) -> SequentialDesign | None:
@@ -34,6 +39,20 @@ def sequential_design_of(path: str | os.PathLike[str]) -> SequentialDesign | Non
         return RunDir.open(p).info.sequential
     except Exception:  # not a run directory: the normal path reports it
         return None
+
+
+def refuse_sequential(
+    baseline: str | os.PathLike[str], candidate: str | os.PathLike[str], *, hint: str
+) -> None:
+    """``UsageError`` (exit 2) when either side is a sequential run: a fixed-sample interval
+    does not hold after optional stopping."""
+    for side, path in (("candidate", candidate), ("baseline", baseline)):
+        if sequential_design_of(path) is not None:
+            raise UsageError(
+                f"{path}: the {side} is a sequential run (--until-decided): the fixed-sample "
+                f"interval does not hold after optional stopping; {hint} gives its sequential "
+                "verdict"
+            )
 
 
 @dataclass(frozen=True)
