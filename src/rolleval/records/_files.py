@@ -47,8 +47,7 @@ BASELINE_SCHEMA = 2
 """Version 2 (issue 10) added per-problem ``gradable``/``unjudged``/``missing`` counts,
 pooled ``health`` counts, answer-cluster ``votes`` and ``run_status``; a version-1 file
 cannot be upgraded (it lacks the counts) and is refused with "save it again"."""
-REPORT_VERSION = 2
-"""Version 2 (issue 24) added the optional ``sequential`` block; version 1 reads as it is."""
+REPORT_VERSION = 1
 
 RunStatus = Literal["running", "completed", "interrupted", "failed"]
 """``running`` while a command writes it (or after a crash); ``interrupted`` after Ctrl-C,
@@ -323,7 +322,6 @@ class RunReport(FileModel):
     kind: ClassVar[str] = "report"
     version_field: ClassVar[str] = "report_version"
     current_version: ClassVar[int] = REPORT_VERSION
-    _upgrades: ClassVar[dict[int, Any]] = {1: _unchanged}
 
     report_version: int = REPORT_VERSION
     rolleval_version: str
@@ -332,8 +330,8 @@ class RunReport(FileModel):
     tasks: dict[str, dict[str, Any]]
     """Task name -> task report (see ``docs/run-format.md``)."""
     sequential: dict[str, Any] | None = None
-    """A sequential run's design, looks and verdict (the manifest's ``sequential``);
-    absent for a fixed-design run (report version 2)."""
+    """A sequential run's design, looks and verdict (the manifest's ``sequential``, issue
+    24); absent for a fixed-design run. Optional, so the report version stays 1."""
 
 
 class BaselineTask(RecordPart):
