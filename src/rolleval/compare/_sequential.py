@@ -2,9 +2,11 @@
 
 Pure functions. A sequential run (``rolleval run --until-decided``) looks after every round
 at the hedged betting confidence sequence (:func:`rolleval.stats.betting_cs`) of the mean
-paired difference ``d = candidate rate - baseline rate`` in ``[-1, 1]`` and stops as soon as
-no later look can change the exit code. ``docs/contract.md``, "Sequential comparison",
-states the rule and its error guarantee.
+paired difference ``d = candidate rate - baseline rate`` in ``[-1, 1]`` and stops at the
+first look where the rule gives a verdict: a pass (exit 0) that no later look can undo, a
+regression (the sequence excludes 0 and the effect is at most ``-tau``, as in compare), or
+the budget spent. ``docs/contract.md``, "Sequential comparison", states the rule and its
+error guarantees.
 """
 
 from __future__ import annotations
@@ -38,7 +40,8 @@ SEQUENTIAL_DESIGN = "sequential"
 
 @dataclass(frozen=True)
 class SequentialDecision:
-    """The verdict at one look: ``settled`` when no later look can change its exit code."""
+    """The verdict at one look: ``settled`` when the task stops here (see
+    :func:`sequential_verdict`)."""
 
     verdict: ComparisonVerdict | None
     """The verdict word when settled (or at the budget), else None (keep going)."""
