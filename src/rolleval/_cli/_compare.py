@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import os
-from typing import Literal
+from typing import Any, Literal
 
 import click
 
@@ -92,7 +92,10 @@ def compare_cmd(
     candidate; 2: the runs cannot be compared; 4: a run is incomplete (resume it).
     """
     from ..compare import compare_runs
+    from ..compare._seqruns import compare_sequential_run, sequential_design_of
 
+    if sequential_design_of(candidate) is not None:
+        return _sequential(baseline, candidate, fmt, output, compare_sequential_run)
     res = compare_runs(
         baseline,
         candidate,
@@ -121,3 +124,24 @@ def compare_cmd(
 
         click.echo(f"HTML report: {write_html(html_path, compare_html(data))}", err=fmt != "text")
     return res.exit_code
+
+
+def _sequential(baseline: str, candidate: str, fmt: str, output: str | None, run: Any) -> int:
+    """A sequential candidate: its recorded design's verdict (text names the design)."""
+    import json
+
+    from ..compare._sequential import sequential_summary
+
+    res = run(baseline, candidate)
+    data = res.to_dict()
+    if output:
+        if os.path.dirname(output):
+            os.makedirs(os.path.dirname(output), exist_ok=True)
+        atomic_write_json(output, data)
+    if fmt == "json":
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo(f"compare ({data['method']})")
+        click.echo(sequential_summary(res.design))
+        click.echo(f"verdict: {data['verdict']} (exit {data['exit_code']})")
+    return int(res.exit_code)

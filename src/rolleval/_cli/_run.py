@@ -6,9 +6,11 @@ from typing import Any
 import click
 
 from .._report._render import render_run_report
-from .._runner import run_eval
+from .._runner import SequentialOptions, run_eval
 from .._runner._config import OldSettingWarning, config_from_flags
 from .._sanitize import redact, terminal_safe
+from ..compare._sequential import sequential_summary
+from ..errors import UsageError
 from ._app import cli
 from ._options import unsafe_exec_option
 from ._unsafe import unsafe_exec_scope
@@ -102,6 +104,36 @@ from ._unsafe import unsafe_exec_scope
     help="One request per problem with n = its pending rollouts (servers that honour n only).",
 )
 @click.option("--no-progress", is_flag=True, help="Do not print progress.")
+@click.option(
+    "--baseline",
+    "baseline",
+    type=click.Path(path_type=str),
+    default=None,
+    help="With --until-decided: BASE, a run directory or a `rolleval baseline save` file.",
+)
+@click.option(
+    "--until-decided",
+    is_flag=True,
+    help="Visit BASE's problems in a seeded random order and stop when the verdict is settled.",
+)
+@click.option(
+    "--max-problems",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Budget per task for --until-decided [all of BASE's problems].",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Margin of the sequential verdict (pass@1 units) [0.02].",
+)
+@click.option(
+    "--round-size",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Problems per round of --until-decided; the sequence is looked at after each [10].",
+)
 @unsafe_exec_option
 def run_cmd(
     config_path: str | None,
@@ -109,13 +141,20 @@ def run_cmd(
     resume: bool,
     no_progress: bool,
     unsafe_exec: bool,
+    baseline: str | None,
+    until_decided: bool,
+    max_problems: int | None,
+    threshold: float | None,
+    round_size: int | None,
     **flags: Any,
 ) -> int:
     """Run n rollouts per problem against an OpenAI-compatible endpoint, grade and report.
 
     Exit 0 when the run completed, 4 when every rollout failed, 2 on bad input, 130 when
-    interrupted (the run directory is then resumable with --resume).
+    interrupted (the run directory is then resumable with --resume). With --until-decided:
+    the verdict's exit code (0 pass, 1 regression, 3 inconclusive at the budget).
     """
+    sequential = _sequential_options(baseline, until_decided, max_problems, threshold, round_size)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", OldSettingWarning)
         config = config_from_flags(config_path, flags)
@@ -131,10 +170,44 @@ def run_cmd(
             resume=resume,
             progress=not no_progress,
             on_event=lambda m: click.echo(terminal_safe(redact(m), one_line=True), err=True),
+            sequential=sequential,
         )
     click.echo(terminal_safe(render_run_report(outcome.report)))
     click.echo(
         f"\n{outcome.completed} rollouts completed, {outcome.failed} failed, in {outcome.seconds:.1f}s; "
         f"run directory {outcome.path} (report.json inside)"
     )
-    return 0
+    if outcome.sequential is not None:
+        click.echo(terminal_safe(sequential_summary(outcome.sequential)))
+    return outcome.exit_code
+
+
+def _sequential_options(
+    baseline: str | None,
+    until_decided: bool,
+    max_problems: int | None,
+    threshold: float | None,
+    round_size: int | None,
+) -> SequentialOptions | None:
+    if not until_decided:
+        given = [
+            name
+            for name, value in (
+                ("--baseline", baseline),
+                ("--max-problems", max_problems),
+                ("--threshold", threshold),
+                ("--round-size", round_size),
+            )
+            if value is not None
+        ]
+        if given:
+            raise UsageError(f"{given[0]} applies only with --until-decided")
+        return None
+    if baseline is None:
+        raise UsageError("--until-decided needs --baseline BASE (a run directory or baseline file)")
+    return SequentialOptions(
+        baseline=baseline,
+        threshold=0.02 if threshold is None else threshold,
+        max_problems=max_problems,
+        round_problems=10 if round_size is None else round_size,
+    )

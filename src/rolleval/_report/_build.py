@@ -479,6 +479,8 @@ def build_run_report(
         "model": (run.manifest.get("config") or {}).get("model"),
         "tasks": tasks,
     }
+    if run.manifest.get("sequential"):
+        report["sequential"] = run.manifest["sequential"]
     return report, [str(w.message) for w in caught]
 
 

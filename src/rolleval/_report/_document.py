@@ -214,6 +214,18 @@ def run_doc(report: dict[str, Any]) -> list[Block]:
             f"rolleval {report.get('rolleval_version') or '?'}; report version {report.get('report_version')}"
         )
     )
+    seq = report.get("sequential")
+    if seq:
+        from ..compare._sequential import stopped_line
+
+        out.append(
+            Para(
+                f"sequential run ({seq.get('method')}; alpha {seq.get('alpha')}, "
+                f"{seq.get('multiplicity')}; threshold {seq.get('threshold')}): "
+                f"{seq.get('verdict') or 'not settled'}"
+            )
+        )
+        out.append(Bullets([stopped_line(name, rec) for name, rec in seq["tasks"].items()]))
     for rep in report["tasks"].values():
         out += task_blocks(rep)
     if not report["tasks"]:

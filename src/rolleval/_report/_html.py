@@ -340,6 +340,19 @@ def report_html(
         f'<p class="muted">run {_e(report.get("run_id"))} · model {_e(report.get("model"))} · '
         f"rolleval {_e(report.get('rolleval_version'))}</p>",
     ]
+    seq = report.get("sequential")
+    if seq:
+        from ..compare._sequential import stopped_line
+
+        lines = "".join(
+            f"<li>{_e(stopped_line(name, rec))}</li>" for name, rec in seq["tasks"].items()
+        )
+        parts.append(
+            f'<section class="sequential"><h2>sequential run: {_e(seq.get("verdict") or "not settled")}</h2>'
+            f'<p class="muted">{_e(seq.get("method"))}; alpha {_e(seq.get("alpha"))} '
+            f"({_e(seq.get('multiplicity'))}); threshold {_e(seq.get('threshold'))}; "
+            f"order seed {_e(seq.get('order_seed'))}</p><ul>{lines}</ul></section>"
+        )
     for name, rep in report["tasks"].items():
         view = side.tasks.get(name)
         figs = []

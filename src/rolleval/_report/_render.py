@@ -296,4 +296,19 @@ def render_plan(res: dict) -> str:
                     else str(r)
                 )
             )
+        seq = e.get("sequential")
+        if seq is not None:
+            shares = ", ".join(f"{v} {share:.2f}" for v, share in seq["verdicts"].items())
+            lines.append(
+                f"  sequential (run --until-decided, simulated {seq['sims']} times, budget "
+                f"{seq['budget']} problems, a look every {seq['round_problems']}): "
+                f"{seq['mean_problems']:.1f} problems to a verdict on average, 90th percentile "
+                f"{seq['p90_problems']:.0f}; the fixed design uses {seq['budget']} (and needs "
+                + (
+                    "no size is enough"
+                    if e["required_problems"] is None
+                    else f"{e['required_problems']} for {round(100 * res['power'])}% power"
+                )
+                + f"); verdicts: {shares}; simulated mean drop {seq['implied_drop']:.4f}"
+            )
     return "\n".join(lines)

@@ -49,12 +49,14 @@ from ._open import (
 from ._plan import Request, TaskPlan, plan_task
 from ._resolve import ResolvedTask, resolve_tasks
 from ._schedule import Counters, Scheduler, derive_seed
+from ._sequential import Prepared, SequentialOptions, prepare_sequential, schedule_sequential
 
 __all__ = [
     "Counters",
     "Request",
     "ResolvedTask",
     "RunOutcome",
+    "SequentialOptions",
     "TaskPlan",
     "derive_seed",
     "plan_task",
@@ -74,6 +76,10 @@ class RunOutcome:
     failed: int
     resumed: bool
     seconds: float
+    sequential: dict[str, Any] | None = None
+    """A sequential run's design, looks and verdict (the manifest's ``sequential``)."""
+    exit_code: int = 0
+    """0, or a sequential run's verdict exit code (1 regression, 3 inconclusive)."""
 
 
 def _check_api_key(config: RunConfig) -> None:
@@ -91,11 +97,14 @@ def run_eval(
     progress: bool = True,
     transport: Any = None,
     on_event: Callable[[str], None] | None = None,
+    sequential: SequentialOptions | None = None,
 ) -> RunOutcome:
     """Run (or resume) an evaluation into run directory ``out`` and return its report.
 
     ``transport`` is the httpx transport seam (tests); ``on_event`` receives one-line status
-    messages (the CLI prints them).
+    messages (the CLI prints them). With ``sequential`` the run visits the baseline's problems
+    in a seeded random order and stops when its verdict is settled (``docs/contract.md``,
+    "Sequential comparison"); the outcome's ``exit_code`` is the verdict's.
     """
     say = on_event or (lambda _msg: None)
     out = Path(out)
@@ -109,6 +118,14 @@ def run_eval(
     tasks = resolve_tasks(config)
     if resume:
         check_resumable(out, config, tasks)
+    prepared = None
+    if sequential is not None:
+        if resume:
+            raise UsageError(
+                "--resume of a sequential run (--until-decided) is not supported yet: start a "
+                "new run (the same --seed visits the problems in the same order)"
+            )
+        prepared = prepare_sequential(sequential, tasks, config.seed)
     local = None
     if config.model == "local":
         from .._local._launcher import LocalServer, LocalServerOptions, check_local_available
@@ -157,7 +174,9 @@ def run_eval(
         if any(t.loglik for t in tasks):
             _probe_logprobs(endpoint, say)
         outcome = asyncio.run(
-            _run_async(config, out, writer, tasks, endpoint, local, transport, progress, say)
+            _run_async(
+                config, out, writer, tasks, endpoint, local, transport, progress, say, prepared
+            )
         )
     return RunOutcome(**{**outcome, "seconds": time.monotonic() - t0})
 
@@ -193,6 +212,7 @@ async def _run_async(
     transport: Any,
     progress: bool,
     say: Callable[[str], None],
+    prepared: Prepared | None = None,
 ) -> dict[str, Any]:
     async with Client(endpoint, transport=transport) as client:
         try:
@@ -211,11 +231,22 @@ async def _run_async(
             if resume:
                 n_grade = sum(len(p.to_grade) for p in plans)
                 say(f"resuming {out}: {requested} rollouts to request, {n_grade} problems to grade")
-            counters = await _schedule(writer, tasks, plans, client, config, progress)
+            counters = await _schedule(
+                writer, tasks, plans, client, config, progress, prepared, say
+            )
+            if prepared is not None:
+                requested = counters.completed + counters.failed
             _finish(writer, tasks, counters, requested, endpoint, out, config.n_rollouts)
             from .._report._api import report_run
 
             report = report_run(writer.run).report
+            design = writer.manifest.sequential
+    seq = None if design is None else design.model_dump(mode="json")
+    code = 0
+    if seq is not None and seq.get("verdict") is not None:
+        from ..compare._rule import GATE_VERDICTS
+
+        code = GATE_VERDICTS[seq["verdict"]]
     return {
         "path": out,
         "report": report,
@@ -223,6 +254,8 @@ async def _run_async(
         "completed": counters.completed,
         "failed": counters.failed,
         "resumed": resume,
+        "sequential": seq,
+        "exit_code": code,
     }
 
 
@@ -249,8 +282,11 @@ async def _schedule(
     client: Client,
     config: RunConfig,
     progress: bool,
+    prepared: Prepared | None = None,
+    say: Callable[[str], None] = lambda _msg: None,
 ) -> Counters:
-    """Stage 4: request and grade; the segment and the status are recorded however it ends."""
+    """Stage 4: request and grade; the segment and the status are recorded however it ends.
+    A sequential run (``prepared``) requests round by round until it is settled."""
     scheduler = Scheduler(
         tasks,
         plans,
@@ -260,12 +296,15 @@ async def _schedule(
         concurrency=config.concurrency,
         server_n=config.server_n,
         grading_workers=config.grading_workers,
-        progress=progress,
+        progress=progress and prepared is None,
     )
     started_at, started = now(), time.monotonic()
     status = "interrupted"
     try:
-        counters = await scheduler.run()
+        if prepared is None:
+            counters = await scheduler.run()
+        else:
+            counters = await schedule_sequential(scheduler, writer, writer.run.path, prepared, say)
         status = "completed"
         return counters
     finally:
@@ -275,7 +314,7 @@ async def _schedule(
             started_at=started_at,
             ended_at=now(),
             seconds=time.monotonic() - started,
-            requested=scheduler.total,
+            requested=scheduler.total if prepared is None else scheduler.issued,
             completed=c.completed,
             failed=c.failed,
             status=status,  # type: ignore[arg-type]

@@ -51,6 +51,11 @@ def plan_runs(
     alpha: float = 0.05,
     power: float = 0.8,
     tasks: list[str] | None = None,
+    sequential: bool = False,
+    max_problems: int | None = None,
+    round_problems: int = 10,
+    n_sims: int = 1000,
+    rng: int = 0,
 ) -> dict[str, Any]:
     r"""Sizes at which ``rolleval compare`` gives ``regression`` for a true drop of ``effect``.
 
@@ -88,6 +93,12 @@ def plan_runs(
         Two-sided level of the comparison, and the power wanted for the verdict.
     tasks : list of str, optional
         Tasks to plan (default: every task of the pilot).
+    sequential : bool, default False
+        Also simulate a sequential run against the pilot as BASE (``rolleval run
+        --until-decided``): mean and 90th-percentile problems to a verdict at the true drop,
+        the share of each verdict (:func:`rolleval.compare._sequential.simulate_sequential`;
+        ``n_sims`` runs, seeded by ``rng``; budget ``max_problems``, default the pilot's
+        problems; a look every ``round_problems``; each task at ``alpha`` / tasks).
 
     Returns
     -------
@@ -127,9 +138,11 @@ def plan_runs(
             "the threshold: half the time), whatever the number of problems; plan for a "
             "larger effect or compare with a smaller --threshold"
         )
-    for name in resolve_tasks(
+    names = resolve_tasks(
         by_pilot, by_candidate, tasks, sources=(pilot, candidate), sides=("pilot", "candidate")
-    ):
+    )
+    n_tasks = len(names)
+    for name in names:
         pilot_frame = by_pilot[name]
         if by_candidate is not None:
             al = align_frames(pilot_frame, by_candidate[name], unmatched="exclude")
@@ -223,6 +236,20 @@ def plan_runs(
                 alpha=alpha,
                 power=power,
                 threshold=threshold,
+            )
+        if sequential:
+            from ._sequential import simulate_sequential, task_alpha
+
+            entry["sequential"] = simulate_sequential(
+                pilot_frame.c,
+                pilot_frame.n,
+                effect=effect,
+                threshold=threshold,
+                alpha=task_alpha(alpha, n_tasks),
+                budget=max_problems,
+                round_problems=round_problems,
+                n_sims=n_sims,
+                rng=rng,
             )
         out["tasks"][name] = entry
     return out
