@@ -7,7 +7,7 @@ import click
 
 from .._report._render import FORMATS, emit
 from ..rundir._store import atomic_write_json
-from ._app import cli
+from ._app import cli, will_exit
 from ._options import (
     allow_incomplete_option,
     alpha_option,
@@ -100,6 +100,7 @@ def compare_cmd(
         observe=observe,
         allow_incomplete=allow_incomplete,
     )
+    will_exit(res.exit_code)
     data = res.to_dict()
     if output:
         if os.path.dirname(output):

@@ -6,7 +6,7 @@ import click
 
 from .._report._render import FORMATS, emit
 from ..rundir._store import atomic_write_json
-from ._app import cli
+from ._app import cli, will_exit
 from ._options import (
     allow_incomplete_option,
     confidence_level_option,
@@ -82,6 +82,7 @@ def gate_cmd(
         allow_incomplete=allow_incomplete,
         tasks=list(tasks) or None,
     )
+    will_exit(res.exit_code)
     data = res.to_dict()
     click.echo(emit("gate", data, fmt))
     if output:

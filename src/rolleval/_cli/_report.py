@@ -13,12 +13,18 @@ from ._options import format_option, html_option, inference_options
 @click.argument("run", type=click.Path(file_okay=False, path_type=str))
 @format_option(*FORMATS)
 @click.option("--no-write", is_flag=True, help="Print only; do not rewrite report.json.")
+@click.option(
+    "--all-metrics",
+    is_flag=True,
+    help="Every metric, grouped (default: pass@1, pass@k and pass^k with the health lines).",
+)
 @html_option("Also write the report as a self-contained HTML page.")
 @inference_options
 def report_cmd(
     run: str,
     fmt: str,
     no_write: bool,
+    all_metrics: bool,
     html_path: str | None,
     confidence_level: float,
     n_resamples: int,
@@ -38,7 +44,7 @@ def report_cmd(
     )
     for w in res.warnings:
         click.echo(terminal_safe(redact(f"rolleval: warning: {w}"), one_line=True), err=True)
-    click.echo(emit("run", res.report, fmt))
+    click.echo(emit("run", res.report, fmt, all_metrics=all_metrics))
     if fmt == "text" and res.path is not None:
         click.echo(f"\nreport written to {res.path}")
     if html_path:

@@ -1,17 +1,38 @@
 from __future__ import annotations
 
+import contextlib
+import shlex
 import warnings
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import click
 
 from .._report._render import render_run_report
 from .._runner import run_eval
-from .._runner._config import OldSettingWarning, config_from_flags
+from .._runner._config import OldSettingWarning, config_from_flags, stored_settings
 from .._sanitize import redact, terminal_safe
-from ._app import cli
+from ._app import Interrupted, cli
 from ._options import unsafe_exec_option
 from ._unsafe import unsafe_exec_scope
+
+
+def resume_command(out: str) -> str:
+    """The command that continues the run directory ``out`` (shell-quoted)."""
+    return f"rolleval run --out {shlex.quote(out)} --resume"
+
+
+@contextlib.contextmanager
+def _resume_hint_on_interrupt(out: str) -> Iterator[None]:
+    """Ctrl-C (or SIGTERM) after the run directory exists: the message names the command
+    that continues it."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if (Path(out) / "manifest.json").exists():
+            raise Interrupted(f"resume with: {resume_command(out)}") from None
+        raise
 
 
 @cli.command("run")
@@ -93,7 +114,7 @@ from ._unsafe import unsafe_exec_scope
 @click.option(
     "--resume",
     is_flag=True,
-    help="Continue the run in --out: only missing or failed rollouts are requested.",
+    help="Continue the run in --out with its stored settings (no other flag needed; any given must match): only missing or failed rollouts are requested.",
 )
 @click.option(
     "--server-n",
@@ -102,12 +123,20 @@ from ._unsafe import unsafe_exec_scope
     help="One request per problem with n = its pending rollouts (servers that honour n only).",
 )
 @click.option("--no-progress", is_flag=True, help="Do not print progress.")
+@click.option("--all-metrics", is_flag=True, help="Print every metric, grouped.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the run's size (problems, rollouts, requests, tokens) and stop: nothing is requested or written.",
+)
 @unsafe_exec_option
 def run_cmd(
     config_path: str | None,
     out: str,
     resume: bool,
     no_progress: bool,
+    dry_run: bool,
+    all_metrics: bool,
     unsafe_exec: bool,
     **flags: Any,
 ) -> int:
@@ -116,15 +145,21 @@ def run_cmd(
     Exit 0 when the run completed, 4 when every rollout failed, 2 on bad input, 130 when
     interrupted (the run directory is then resumable with --resume).
     """
+    base = stored_settings(out) if resume else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", OldSettingWarning)
-        config = config_from_flags(config_path, flags)
+        config = config_from_flags(config_path, flags, base=base)
     for w in caught:
         if issubclass(w.category, OldSettingWarning):
             click.echo(terminal_safe(f"rolleval: warning: {w.message}", one_line=True), err=True)
         else:
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
-    with unsafe_exec_scope(unsafe_exec):
+    if dry_run:
+        from .._runner._size import render_size, run_size
+
+        click.echo(render_size(run_size(config, out, resume=resume)))
+        return 0
+    with unsafe_exec_scope(unsafe_exec), _resume_hint_on_interrupt(out):
         outcome = run_eval(
             config,
             out,
@@ -132,7 +167,7 @@ def run_cmd(
             progress=not no_progress,
             on_event=lambda m: click.echo(terminal_safe(redact(m), one_line=True), err=True),
         )
-    click.echo(terminal_safe(render_run_report(outcome.report)))
+    click.echo(terminal_safe(render_run_report(outcome.report, all_metrics=all_metrics)))
     click.echo(
         f"\n{outcome.completed} rollouts completed, {outcome.failed} failed, in {outcome.seconds:.1f}s; "
         f"run directory {outcome.path} (report.json inside)"

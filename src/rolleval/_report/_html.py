@@ -34,6 +34,7 @@ from ._document import (
     compare_doc,
     f4,
     gate_doc,
+    incomplete_warnings,
     needed_text,
     s4,
     task_blocks,
@@ -334,11 +335,18 @@ def report_html(
     distributions and the problem browser."""
     if side is None:
         side = read_side(run) if run is not None else SideView("", note="run directory not given")
-    parts = [
-        "<h1>rolleval report</h1>",
+    parts = ["<h1>rolleval report</h1>"]
+    warns = incomplete_warnings(report)
+    if warns:
+        parts.append(
+            '<div class="banner warn" id="incomplete"><ul>'
+            + "".join(f"<li>{_e(w)}</li>" for w in warns)
+            + "</ul></div>"
+        )
+    parts.append(
         f'<p class="muted">run {_e(report.get("run_id"))} · model {_e(report.get("model"))} · '
-        f"rolleval {_e(report.get('rolleval_version'))}</p>",
-    ]
+        f"rolleval {_e(report.get('rolleval_version'))}</p>"
+    )
     for name, rep in report["tasks"].items():
         view = side.tasks.get(name)
         figs = []
@@ -365,7 +373,7 @@ def report_html(
                         "output tokens per completed rollout (bin lower edges)",
                     )
                 )
-        blocks = task_blocks(rep)
+        blocks = task_blocks(rep, all_metrics=None)
         parts.append(f'<section class="task">{blocks_html(blocks[:1])}')
         parts.append(f'<div class="plots">{"".join(figs)}</div>')
         parts.append(blocks_html(blocks[1:]))

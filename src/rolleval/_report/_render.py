@@ -215,11 +215,21 @@ _DOCS: dict[str, Callable[[dict[str, Any]], list[Block]]] = {
 }
 
 
-def render(kind: str, data: dict[str, Any], fmt: str, *, color: bool = False) -> str:
-    """``data`` (a run report, comparison or gate outcome) in the format ``fmt``."""
+def render(
+    kind: str, data: dict[str, Any], fmt: str, *, color: bool = False, all_metrics: bool = False
+) -> str:
+    """``data`` (a run report, comparison or gate outcome) in the format ``fmt``.
+
+    A run report's text shows the compact metric table (pass@1, pass@k, pass^k) unless
+    ``all_metrics``; Markdown adds every metric in a collapsible section."""
     if fmt == "json":
         return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
-    blocks = _DOCS[kind](data)
+    if kind == "run":
+        blocks = run_doc(
+            data, all_metrics=True if all_metrics else (False if fmt == "text" else None)
+        )
+    else:
+        blocks = _DOCS[kind](data)
     if fmt == "text":
         return to_text(blocks, color=color)
     if fmt in ("md", "github"):
@@ -237,22 +247,33 @@ def write_step_summary(markdown: str) -> str | None:
     return path
 
 
-def render_task_report(rep: dict[str, Any]) -> str:
-    return to_text(task_blocks(rep))
+def render_task_report(rep: dict[str, Any], *, all_metrics: bool = False) -> str:
+    return to_text(task_blocks(rep, all_metrics=all_metrics))
 
 
-def render_run_report(report: dict[str, Any], *, color: bool = False) -> str:
-    return render("run", report, "text", color=color)
+def render_run_report(
+    report: dict[str, Any], *, color: bool = False, all_metrics: bool = False
+) -> str:
+    return render("run", report, "text", color=color, all_metrics=all_metrics)
 
 
 def render_compare(result: dict[str, Any], *, color: bool = False) -> str:
     return render("compare", result, "text", color=color)
 
 
-def emit(kind: str, data: dict[str, Any], fmt: str, *, stream: TextIO | None = None) -> str:
+def emit(
+    kind: str,
+    data: dict[str, Any],
+    fmt: str,
+    *,
+    stream: TextIO | None = None,
+    all_metrics: bool = False,
+) -> str:
     """What ``report``/``compare``/``gate`` print for ``fmt``: rendered (coloured only when
     ``stream`` is a terminal), and under ``github`` also appended to ``$GITHUB_STEP_SUMMARY``."""
-    out = render(kind, data, fmt, color=fmt == "text" and use_color(stream))
+    out = render(
+        kind, data, fmt, color=fmt == "text" and use_color(stream), all_metrics=all_metrics
+    )
     if fmt == "github":
         write_step_summary(out)
     return out.rstrip("\n")

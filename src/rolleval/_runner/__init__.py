@@ -189,6 +189,7 @@ async def _run_async(
             raise  # a usage error (e.g. the API key): refused before anything is written
         except Exception as exc:  # a server without /v1/models still serves completions
             models, models_error = [], redact(f"{type(exc).__name__}: {exc}")
+        _refuse_unreachable(models, endpoint)
         prov = provenance(endpoint, models, models_error, local)
         if resumed is not None:
             record_resume(resumed, config, prov)
@@ -212,6 +213,19 @@ async def _run_async(
         "failed": counters.failed,
         "resumed": resume,
     }
+
+
+def _refuse_unreachable(models: list[dict[str, Any]], endpoint: EndpointConfig) -> None:
+    """Pre-flight: the ``/models`` request found no server listening at an endpoint. Say so
+    now, before anything is written, rather than after every rollout's retries."""
+    dead = [m for m in models if m.get("unreachable")]
+    if not dead:
+        return
+    where = ", ".join(m["endpoint"] for m in dead)
+    raise RunError(
+        f"cannot connect to {where} ({dead[0].get('error')}); check that the server at {where} "
+        f"is up and serves model {endpoint.model!r}, then run again (nothing was requested)"
+    )
 
 
 def _plan(writer: RunWriter, tasks: list[ResolvedTask], n: int) -> list[TaskPlan]:
