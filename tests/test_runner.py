@@ -200,15 +200,14 @@ def test_every_rollout_failing_is_a_run_error(tmp_path, data_file):
 
 
 def test_dead_endpoint_trips_the_breaker_and_the_run_stays_resumable(tmp_path, data_file):
-    with OpenAIServer() as srv:
-        url = srv.base_url
-    cfg = _config(data_file, srv, max_retries=0, concurrency=2).model_copy(
-        update={"endpoints": [url]}
-    )
-    with pytest.raises(
-        RunError, match=r"stopped after 2[4-9] consecutive rollouts failed .*rerun with --resume"
-    ):
-        run_eval(cfg, tmp_path / "run", progress=False)
+    # The server answers /models (so the pre-flight passes) and drops every completion
+    # request: connection-level failures, as when a server dies once the run has started.
+    with OpenAIServer(faults=lambda r: Fault.drop()) as srv:
+        cfg = _config(data_file, srv, max_retries=0, concurrency=2)
+        with pytest.raises(
+            RunError, match=r"stopped after 2[4-9] consecutive rollouts failed .*rerun with --resume"
+        ):
+            run_eval(cfg, tmp_path / "run", progress=False)
     rollouts = (tmp_path / "run" / "tasks" / "sums" / "rollouts.jsonl").read_bytes().splitlines()
     assert 24 <= len(rollouts) < N_PROBLEMS * 4  # stopped early, nothing lost
     assert json.loads((tmp_path / "run" / "manifest.json").read_text())["status"] == "interrupted"
@@ -319,6 +318,8 @@ def test_ctrl_c_leaves_a_resumable_run_and_exits_130(tmp_path, data_file, sig):
         _, err = child.communicate(timeout=60)
         assert child.returncode == 130, err
         assert "interrupted" in err and "Traceback" not in err
+        # issue 25 item 3: the message names the command that continues the run
+        assert f"resume with: rolleval run --out {out} --resume" in err
         manifest = json.loads((out / "manifest.json").read_text())
         assert manifest["status"] == "interrupted"
         done = rollouts.read_bytes().count(b"\n")
