@@ -205,7 +205,8 @@ def test_dead_endpoint_trips_the_breaker_and_the_run_stays_resumable(tmp_path, d
     with OpenAIServer(faults=lambda r: Fault.drop()) as srv:
         cfg = _config(data_file, srv, max_retries=0, concurrency=2)
         with pytest.raises(
-            RunError, match=r"stopped after 2[4-9] consecutive rollouts failed .*rerun with --resume"
+            RunError,
+            match=r"stopped after 2[4-9] consecutive rollouts failed .*rerun with --resume",
         ):
             run_eval(cfg, tmp_path / "run", progress=False)
     rollouts = (tmp_path / "run" / "tasks" / "sums" / "rollouts.jsonl").read_bytes().splitlines()
