@@ -378,3 +378,137 @@ def test_self_consistency_is_na_with_one_rollout(tmp_path):
     ]
     assert sc["status"] != "ok" and sc["value"] is None
     assert "at least 2 rollouts per problem" in sc["reason"]
+
+
+# ---------------------------------------------------------------- 8. an A/A pair of examples
+
+
+def test_example_has_a_sampling_seed_and_labels_the_runs_apart(tmp_path, cli):
+    from rolleval.compare import compare_runs
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert cli("example", str(a), "--problems", "40", "-n", "4").returncode == 0
+    res = cli("example", str(b), "--problems", "40", "-n", "4", "--sampling-seed", "1")
+    assert res.returncode == 0 and "synthetic-0-sampling-1" in res.stdout
+    ids = [json.loads((p / "manifest.json").read_text())["run_id"] for p in (a, b)]
+    assert ids == ["synthetic-0", "synthetic-0-sampling-1"]
+    prompts = [(p / "tasks" / "synthetic_math" / "prompts.jsonl").read_bytes() for p in (a, b)]
+    judged = [(p / "tasks" / "synthetic_math" / "judgements.jsonl").read_bytes() for p in (a, b)]
+    assert prompts[0] == prompts[1] and judged[0] != judged[1]  # same problems, new outcomes
+    t = compare_runs(a, b, n_resamples=200).to_dict()["tasks"][0]
+    assert (t["problems"]["compared"], t["problems"]["dropped_total"]) == (40, 0)
+
+
+# ---------------------------------------------------------------- 9. output width, gate's format
+
+
+def test_tasks_and_plan_fit_100_columns_and_gate_prints_text_on_a_terminal(tmp_path, cli):
+    res = cli("tasks")
+    assert res.returncode == 0 and max(len(line) for line in res.stdout.splitlines()) <= 100
+    assert len(res.stdout.splitlines()) > 20  # descriptions wrapped, not cut
+    base = write_synthetic_run(tmp_path / "b", n_problems=30, n_rollouts=4, rng=1).path
+    cand = write_synthetic_run(tmp_path / "c", n_problems=30, n_rollouts=4, rng=1, outcome_rng=2)
+    res = cli("plan", str(base), "--candidate", str(cand.path))
+    assert res.returncode == 0 and max(len(line) for line in res.stdout.splitlines()) <= 100
+    # not a terminal (CI): Markdown, as before; a terminal: text (tmux runs it as a user would)
+    res = cli("gate", str(cand.path), "--baseline", str(base), "--n-resamples", "200")
+    assert res.stdout.startswith("## ") and "| task |" in res.stdout
+    shown = _on_a_terminal(
+        tmp_path, "gate", str(cand.path), "--baseline", str(base), "--n-resamples", "200"
+    )
+    assert "rolleval gate:" in shown and "| task |" not in shown and "## " not in shown
+
+
+def _on_a_terminal(tmp_path: Path, *args: str) -> str:
+    """What the CLI prints on a real terminal (a tmux pane, 100 columns)."""
+    import shlex
+    import shutil
+    import time
+
+    if shutil.which("tmux") is None:
+        pytest.fail("tmux is needed (apt-get install tmux)")
+    done = tmp_path / "done"
+    cmd = " ".join(shlex.quote(a) for a in [sys.executable, "-m", "rolleval", *args])
+    session = f"rv{os.getpid()}"
+    subprocess.run(
+        [
+            "tmux",
+            "new-session",
+            "-d",
+            "-s",
+            session,
+            "-x",
+            "100",
+            "-y",
+            "200",
+            f"env NO_COLOR=1 PYTHONWARNINGS=ignore {cmd}; touch {shlex.quote(str(done))}; sleep 60",
+        ],
+        check=True,
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not done.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return subprocess.run(
+            ["tmux", "capture-pane", "-p", "-t", session],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], check=False)
+
+
+# ---------------------------------------------------------------- 10. plan names what it cannot plan
+
+
+def test_plan_names_a_task_the_candidate_lacks_and_the_size_for_equivalent(tmp_path, cli):
+    from rolleval.stats import minimum_detectable_effect
+
+    pilot = write_synthetic_run(tmp_path / "p", n_problems=30, n_rollouts=4, rng=1).path
+    other = write_synthetic_run(
+        tmp_path / "o", n_problems=30, n_rollouts=4, rng=1, task="other"
+    ).path
+    res = cli("plan", str(pilot), "--candidate", str(other))
+    assert res.returncode == 0
+    assert "task synthetic_math: in the pilot, not in the candidate" in res.stdout
+    res = cli("plan", str(pilot), "--format", "json")
+    entry = json.loads(res.stdout)["tasks"]["synthetic_math"]
+    need = entry["equivalence_problems"]
+    kw = {
+        k: entry["components"][k]
+        for k in ("omega2", "sigma2_baseline", "k_baseline", "sigma2_candidate", "k_candidate")
+    }
+    # the smallest number of problems whose minimum detectable effect is at most the threshold
+    assert minimum_detectable_effect(need, **kw) <= 0.02 < minimum_detectable_effect(need - 1, **kw)
+    res = cli("plan", str(pilot))
+    assert "problems needed for the equivalent verdict" in " ".join(res.stdout.split())
+
+
+# ---------------------------------------------------------------- 12. what "moved" means
+
+
+def test_moved_counts_the_problems_whose_value_differs_and_says_so(tmp_path):
+    import shutil
+
+    from rolleval._report._render import render
+    from rolleval.compare import compare_runs
+
+    base = write_synthetic_run(tmp_path / "b", n_problems=40, n_rollouts=4, rng=1).path
+    cand = tmp_path / "c"
+    shutil.copytree(base, cand)
+    f = cand / "tasks" / "synthetic_math" / "judgements.jsonl"
+    recs = [json.loads(line) for line in f.read_text().splitlines()]
+    flipped: set[str] = set()
+    for r in recs:  # flip one judged rollout of each of three problems
+        if len(flipped) < 3 and r["problem_id"] not in flipped and r.get("correct") is not None:
+            r["correct"] = not r["correct"]
+            flipped.add(r["problem_id"])
+    f.write_text("".join(json.dumps(r) + "\n" for r in recs))
+    data = compare_runs(base, cand, n_resamples=200).to_dict()
+    assert data["tasks"][0]["n_moved"] == 3
+    text = " ".join(render("compare", data, "text").split())
+    assert (
+        "moved 3 of 40 (problems whose pass@1 differs between the sides by any amount, chance included)"
+        in text
+    )

@@ -5,8 +5,7 @@ from typing import Literal
 
 import click
 
-from .._report._render import FORMATS, emit
-from ..rundir._store import atomic_write_json
+from .._report._formats import FORMATS
 from ._app import cli, will_exit
 from ._options import (
     allow_incomplete_option,
@@ -82,7 +81,9 @@ def compare_cmd(
     1: regression; 3: inconclusive, not enough evidence, or a baseline task missing from the
     candidate; 2: the runs cannot be compared; 4: a run is incomplete (resume it).
     """
+    from .._report._render import emit
     from ..compare import compare_runs
+    from ..rundir._store import atomic_write_json
 
     res = compare_runs(
         baseline,

@@ -4,8 +4,6 @@ import time
 
 import click
 
-from .._report._api import report_run
-from .._runner._regrade import regrade_run
 from .._sanitize import redact, terminal_safe
 from ._app import cli
 from ._options import unsafe_exec_option
@@ -27,6 +25,9 @@ def regrade_cmd(run: str, task: str | None, workers: int | None, unsafe_exec: bo
 
     No model calls. The previous judgements are kept as judgements.prev.jsonl.
     """
+    from .._report._api import report_run
+    from .._runner._regrade import regrade_run
+
     last = [0.0]
 
     def progress(name: str, done: int, total: int) -> None:

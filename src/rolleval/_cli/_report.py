@@ -2,8 +2,7 @@ from __future__ import annotations
 
 import click
 
-from .._report._api import report_run
-from .._report._render import FORMATS, emit
+from .._report._formats import FORMATS
 from .._sanitize import redact, terminal_safe
 from ._app import cli
 from ._options import format_option, html_option, inference_options
@@ -35,6 +34,9 @@ def report_cmd(
     Writes RUN/report.json and each task's report.json atomically. --format md prints GitHub
     Markdown; github also appends it to $GITHUB_STEP_SUMMARY.
     """
+    from .._report._api import report_run
+    from .._report._render import emit
+
     res = report_run(
         run,
         confidence_level=confidence_level,

@@ -9,9 +9,6 @@ from typing import Any
 
 import click
 
-from .._report._render import render_run_report
-from .._runner import run_eval
-from .._runner._config import OldSettingWarning, config_from_flags, stored_settings
 from .._sanitize import redact, terminal_safe
 from ._app import Interrupted, cli
 from ._options import unsafe_exec_option
@@ -145,6 +142,10 @@ def run_cmd(
     Exit 0 when the run completed, 4 when every rollout failed, 2 on bad input, 130 when
     interrupted (the run directory is then resumable with --resume).
     """
+    from .._report._render import render_run_report
+    from .._runner import run_eval
+    from .._runner._config import OldSettingWarning, config_from_flags, stored_settings
+
     base = stored_settings(out) if resume else None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", OldSettingWarning)

@@ -32,6 +32,7 @@ from ._document import (
     run_doc,
     task_blocks,
 )
+from ._formats import FORMATS
 
 __all__ = [
     "FORMATS",
@@ -49,7 +50,6 @@ __all__ = [
     "write_step_summary",
 ]
 
-FORMATS = ("text", "json", "md", "github")
 WIDTH = 100
 
 _TAG_OPEN = re.compile(r"<(?=[A-Za-z/!?])")
@@ -317,4 +317,38 @@ def render_plan(res: dict) -> str:
                     else str(r)
                 )
             )
-    return "\n".join(lines)
+        lines.append(_equivalence_line(e, res))
+    for name in res.get("missing_tasks") or []:
+        lines.append(
+            f"\ntask {name}: in the pilot, not in the candidate: N/A (nothing to pair it with)"
+        )
+    return "\n".join(_fit(line) for line in lines)
+
+
+def _fit(line: str) -> str:
+    """A line of the plan wrapped to :data:`WIDTH` columns, continuation lines indented."""
+    if len(line) <= WIDTH:
+        return line
+    lead = len(line) - len(line.lstrip("\n "))
+    head = line[:lead]
+    indent = " " * (len(head.lstrip("\n")) + 4)
+    return "\n".join(
+        textwrap.wrap(
+            line[lead:],
+            width=WIDTH,
+            initial_indent=head,
+            subsequent_indent=indent,
+            break_on_hyphens=False,
+        )
+    )
+
+
+def _equivalence_line(e: dict[str, Any], res: dict[str, Any]) -> str:
+    """What size would let compare say "equivalent" when nothing changed."""
+    need = e.get("equivalence_problems")
+    if need is None:
+        return f"  problems needed for the equivalent verdict: N/A ({e.get('equivalence_reason', 'not planned')})"
+    return (
+        f"  problems needed for the equivalent verdict (no true change, minimum detectable effect at "
+        f"most the threshold {res['threshold']:g}): {need} at the current rollouts per problem"
+    )
