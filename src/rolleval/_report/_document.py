@@ -52,6 +52,9 @@ class Table:
     rows: list[list[str]]
     left: int = 1
     """How many leading columns are text (left-aligned); the rest are numbers."""
+    problems: list[tuple[str, str]] | None = None
+    """Per row, the (task, problem id) it is about: the HTML page opens that problem's
+    rollouts when the row is clicked."""
 
 
 @dataclass
@@ -497,6 +500,7 @@ def comparison_blocks(t: dict[str, Any], *, adjusted: str | None = None) -> list
                     ]
                     for m in movers
                 ],
+                problems=[(t["task"], m["id"]) for m in movers],
             )
         )
     method = []
