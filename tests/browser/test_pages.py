@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -187,7 +188,7 @@ def test_forest_ticks_are_round_and_every_label_is_inside_the_plot(pages, open_p
     assert len(values) >= 3 and values == sorted(values) and values[len(values) // 2] == 0
     assert values == [-v for v in reversed(values)]
     step = values[-1] - values[-2]
-    assert all(b - a == step for a, b in zip(values, values[1:]))
+    assert all(b - a == step for a, b in itertools.pairwise(values))
     mantissa = step.scaleb(-step.adjusted()).normalize()
     assert mantissa in {Decimal(1), Decimal(2), Decimal("2.5"), Decimal(5)}, step
     width = float(svg.get_attribute("width"))
