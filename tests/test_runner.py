@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-from types import SimpleNamespace
 
 import orjson
 import pytest
@@ -339,16 +338,19 @@ def test_missing_grading_dependency_refuses_before_anything_is_written(tmp_path,
         "from rolleval._cli import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )
-    nowhere = SimpleNamespace(model="m", base_url="http://127.0.0.1:9/v1")  # never asked
-    cfg = write_run_yaml(tmp_path / "run.yaml", nowhere, data_file)
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    res = subprocess.run(
-        [sys.executable, "-c", code, "run", "--config", str(cfg), "--out", str(tmp_path / "r")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    # a live server (the pre-flight only opens a connection, sending nothing, before the
+    # task checks: a dead endpoint would be reported first, exit 4), never asked anything
+    with OpenAIServer() as srv:
+        cfg = write_run_yaml(tmp_path / "run.yaml", srv, data_file)
+        env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+        res = subprocess.run(
+            [sys.executable, "-c", code, "run", "--config", str(cfg), "--out", str(tmp_path / "r")],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert sum(srv.path_counts.values()) == 0
     assert res.returncode == 2, res.stderr
     assert "pip install 'rolleval[math]'" in res.stderr and "Traceback" not in res.stderr
     assert not (tmp_path / "r").exists()
