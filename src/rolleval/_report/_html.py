@@ -88,7 +88,9 @@ def blocks_html(blocks: list[Block]) -> str:
                 f'<th class="{"l" if i < b.left else ""}">{_e(c)}</th>'
                 for i, c in enumerate(b.columns)
             )
-            keys = b.problems or [None] * len(b.rows)
+            keys: list[tuple[str, str] | None] = (
+                list(b.problems) if b.problems else [None] * len(b.rows)
+            )
             body = "".join(
                 (
                     "<tr>"
