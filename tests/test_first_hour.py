@@ -101,6 +101,12 @@ def test_a_task_file_is_accepted_as_task_flag_and_in_a_config(tmp_path, cli, mon
         assert res.returncode == 0, res.stderr
     manifest = json.loads((tmp_path / "r2" / "manifest.json").read_text())
     assert manifest["measurement"]["tasks"] == [str(task.resolve())]
+    # the commands that read runs take the file too, for the task it declares
+    res = cli("show", str(tmp_path / "r1"), "--task", str(task), "--limit", "1")
+    assert res.returncode == 0 and res.stdout.startswith("=== sums / sums/s00"), res.stderr
+    r1 = str(tmp_path / "r1")
+    res = cli("compare", r1, r1, "--task", str(task), "--n-resamples", "100", "--format", "json")
+    assert res.returncode == 3 and json.loads(res.stdout)["tasks"][0]["task"] == "sums"
 
 
 def test_a_missing_task_file_names_the_file(tmp_path, cli, monkeypatch):

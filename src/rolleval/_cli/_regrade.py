@@ -6,13 +6,13 @@ import click
 
 from .._sanitize import redact, terminal_safe
 from ._app import cli
-from ._options import unsafe_exec_option
+from ._options import task_option, unsafe_exec_option
 from ._unsafe import unsafe_exec_scope
 
 
 @cli.command("regrade")
 @click.argument("run", type=click.Path(file_okay=False, path_type=str))
-@click.option("--task", default=None, help="Regrade only this task.")
+@task_option("Regrade only this task (a name, or a task config file).")
 @click.option(
     "--workers",
     type=click.IntRange(min=0),

@@ -52,7 +52,10 @@ def _resume_hint_on_interrupt(out: str) -> Iterator[None]:
     help="Base URL, e.g. http://127.0.0.1:8000/v1 (repeatable).",
 )
 @click.option(
-    "--task", "tasks", multiple=True, help="Task name (repeatable); `rolleval tasks` lists them."
+    "--task",
+    "tasks",
+    multiple=True,
+    help="Task name or task config file (repeatable); `rolleval tasks` lists the built-in ones.",
 )
 @click.option(
     "-n",

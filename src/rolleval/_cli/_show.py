@@ -8,7 +8,7 @@ import click
 from .._sanitize import check_api_key, redact, redact_value, register_secret, terminal_safe
 from ..errors import UsageError
 from ._app import cli
-from ._options import format_option
+from ._options import format_option, task_option
 
 
 def _line(text: str) -> None:
@@ -71,7 +71,7 @@ def _details(rollout: dict[str, object]) -> str:
 
 @cli.command("show")
 @click.argument("run", type=click.Path(file_okay=False, path_type=str))
-@click.option("--task", default=None, help="Only this task.")
+@task_option("Only this task (a name, or a task config file).")
 @click.option("--problem", "problem", default=None, help="Only this problem id.")
 @click.option(
     "--failures",
