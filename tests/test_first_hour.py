@@ -304,6 +304,7 @@ def test_dry_run_prints_the_size_and_writes_nothing(tmp_path, cli):
     (t,) = resolve_tasks(cfg)
     chars = sum(len(m.content) for pid in t.problem_ids for m in t.prompts[pid].prompt)
     prompt_tokens = -(-chars * 4 // 4)
+    assert max(len(line) for line in res.stdout.splitlines()) <= 100
     text = " ".join(res.stdout.split())
     assert f"sums: {N} problems x 4 rollouts; {4 * N} rollouts in {4 * N} requests" in text
     assert f"about {prompt_tokens:,} prompt tokens, at most {100 * 4 * N:,} output tokens" in text

@@ -137,13 +137,15 @@ def render_size(size: RunSize) -> str:
         )
         lines.append(
             f"  {t.name}: {t.problems:,} problems x {t.n_rollouts} rollouts; {t.rollouts:,} rollouts "
-            f"in {t.requests:,} requests; about {t.prompt_tokens:,} prompt tokens, "
-            f"at most {out_tok} output tokens"
+            f"in {t.requests:,} requests;"
+        )
+        lines.append(
+            f"    about {t.prompt_tokens:,} prompt tokens, at most {out_tok} output tokens"
         )
     total_out = size.max_output_tokens
+    lines.append(f"total: {size.rollouts:,} rollouts in {size.requests:,} requests;")
     lines.append(
-        f"total: {size.rollouts:,} rollouts in {size.requests:,} requests; about "
-        f"{size.prompt_tokens:,} prompt tokens ({CHARS_PER_TOKEN} characters a token), at most "
+        f"  about {size.prompt_tokens:,} prompt tokens ({CHARS_PER_TOKEN} characters a token), at most "
         + ("N/A (a task sets no max_tokens)" if total_out is None else f"{total_out:,}")
         + " output tokens"
     )
