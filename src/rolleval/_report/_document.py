@@ -153,9 +153,11 @@ def metric_group(name: str) -> str:
 
 
 def compact_metrics(rep: dict[str, Any]) -> list[str]:
-    """The default view's metrics: pass@1, and pass@k and pass^k at every reported k."""
+    """The default view's metrics: pass@1, pass@k and pass^k at every reported k, and the
+    task's judgement metrics (``metrics.em``, ``metrics.f1``: what a graded task scores)."""
     ks = [int(k) for k in rep.get("ks", []) if int(k) > 1]
     wanted = ["pass@1", *(f"{f}{k}" for k in ks for f in ("pass@", "pass^"))]
+    wanted += [m for m in rep["metrics"] if m.startswith("metrics.")]
     return [m for m in wanted if m in rep["metrics"]]
 
 
