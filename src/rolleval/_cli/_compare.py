@@ -5,9 +5,8 @@ from typing import Any, Literal
 
 import click
 
-from .._report._render import FORMATS, emit
-from ..rundir._store import atomic_write_json
-from ._app import cli
+from .._report._formats import FORMATS
+from ._app import cli, will_exit
 from ._options import (
     allow_incomplete_option,
     alpha_option,
@@ -91,8 +90,10 @@ def compare_cmd(
     1: regression; 3: inconclusive, not enough evidence, or a baseline task missing from the
     candidate; 2: the runs cannot be compared; 4: a run is incomplete (resume it).
     """
+    from .._report._render import emit
     from ..compare import compare_runs
     from ..compare._seqruns import compare_sequential_run, sequential_design_of
+    from ..rundir._store import atomic_write_json
 
     if sequential_design_of(candidate) is not None:
         return _sequential(baseline, candidate, fmt, output, compare_sequential_run)
@@ -113,6 +114,7 @@ def compare_cmd(
         allow_incomplete=allow_incomplete,
         task_map=list(task_map) or None,
     )
+    will_exit(res.exit_code)
     data = res.to_dict()
     if output:
         if os.path.dirname(output):
@@ -131,6 +133,7 @@ def _sequential(baseline: str, candidate: str, fmt: str, output: str | None, run
     import json
 
     from ..compare._sequential import sequential_summary
+    from ..rundir._store import atomic_write_json
 
     res = run(baseline, candidate)
     data = res.to_dict()

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import click
-import orjson
 
-from .._report._render import render_plan
 from ._app import cli
 from ._options import alpha_option, format_option, power_option, tasks_option
 
@@ -67,6 +65,9 @@ def plan_cmd(
 ) -> int:
     """Problems and rollouts per problem at which `rolleval compare` says REGRESSION for a
     true pass@1 drop of EFFECT (significant and at least THRESHOLD; Miller 2024)."""
+    import orjson
+
+    from .._report._render import render_plan
     from ..compare import plan_runs
 
     res = plan_runs(

@@ -115,6 +115,8 @@ def run_eval(
         check_new(out)
     if config.local_model is not None:
         _identify_local_model(config)
+    if transport is None and config.model != "local":
+        _preflight(config)  # before the tasks' data and graders load: seconds, on a busy machine
     tasks = resolve_tasks(config)
     if resume:
         check_resumable(out, config, tasks)
@@ -221,6 +223,7 @@ async def _run_async(
             raise  # a usage error (e.g. the API key): refused before anything is written
         except Exception as exc:  # a server without /v1/models still serves completions
             models, models_error = [], redact(f"{type(exc).__name__}: {exc}")
+        _refuse_unreachable(models, endpoint.model)
         prov = provenance(endpoint, models, models_error, local)
         if resumed is not None:
             record_resume(resumed, config, prov)
@@ -257,6 +260,51 @@ async def _run_async(
         "sequential": seq,
         "exit_code": code,
     }
+
+
+def _preflight(config: RunConfig) -> None:
+    """Before the tasks load (seconds on a busy machine): open a TCP connection to each
+    endpoint, sending nothing. Where nothing listens (connection refused, no such host) the
+    run is refused at once (:func:`_refuse_unreachable`). A timeout, or an endpoint reached
+    through a proxy (``*_PROXY``), is left to the ``GET /models`` after the checks."""
+    import socket
+    import urllib.parse
+    import urllib.request
+
+    proxies = urllib.request.getproxies()
+    dead = []
+    for url in config.endpoints:
+        parts = urllib.parse.urlsplit(url)
+        if not parts.hostname or (
+            parts.scheme in proxies and not urllib.request.proxy_bypass(parts.hostname)
+        ):
+            continue
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        try:
+            socket.create_connection(
+                (parts.hostname, port), timeout=min(config.timeout_s, 5.0)
+            ).close()
+        except (ConnectionRefusedError, socket.gaierror) as exc:
+            reason = (
+                "connection refused" if isinstance(exc, ConnectionRefusedError) else "no such host"
+            )
+            dead.append({"endpoint": url, "error": f"{reason}: {exc}", "unreachable": True})
+        except OSError:  # a timeout, no route: the run's own requests say more
+            pass
+    _refuse_unreachable(dead, config.model)
+
+
+def _refuse_unreachable(models: list[dict[str, Any]], model: str) -> None:
+    """Pre-flight: the ``/models`` request found no server listening at an endpoint. Say so
+    now, before anything is written, rather than after every rollout's retries."""
+    dead = [m for m in models if m.get("unreachable")]
+    if not dead:
+        return
+    where = ", ".join(m["endpoint"] for m in dead)
+    raise RunError(
+        f"cannot connect to {where} ({dead[0].get('error')}); check that the server at {where} "
+        f"is up and serves model {model!r}, then run again (nothing was requested)"
+    )
 
 
 def _plan(writer: RunWriter, tasks: list[ResolvedTask], n: int) -> list[TaskPlan]:

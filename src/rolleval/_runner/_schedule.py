@@ -34,7 +34,8 @@ BREAKER_MIN = 24
 
 
 def derive_seed(run_seed: int, problem_id: str, index: int) -> int:
-    """Sampling seed of one rollout: first 31 bits of sha256("<run seed>\\0<problem id>\\0<index>")."""
+    """Sampling seed of one rollout: the low 31 bits of the first four bytes (big-endian) of
+    sha256("<run seed>\\0<problem id>\\0<index>")."""
     digest = hashlib.sha256(f"{run_seed}\x00{problem_id}\x00{index}".encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 

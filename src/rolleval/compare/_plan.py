@@ -107,7 +107,10 @@ def plan_runs(
         ``assumption`` and, per task, the components (``omega2``, ``sigma2_baseline``,
         ``k_baseline``, ``sigma2_candidate``, ``k_candidate``), ``required_problems``,
         ``required_rollouts_at_current_problems``, ``mde_current`` (significance at
-        ``power``), ``regression_power_current`` and ``status``.
+        ``power``), ``regression_power_current``, ``equivalence_problems`` (the problems at
+        which the minimum detectable effect reaches the threshold, which the verdict
+        ``equivalent`` needs) and ``status``; ``missing_tasks``: pilot tasks the candidate
+        lacks (not planned).
 
     Raises
     ------
@@ -138,6 +141,11 @@ def plan_runs(
             "the threshold: half the time), whatever the number of problems; plan for a "
             "larger effect or compare with a smaller --threshold"
         )
+    if by_candidate is not None and not tasks:
+        # a pilot task the candidate lacks is named, not planned (there is no pair)
+        missing = [t for t in by_pilot if t not in by_candidate]
+        if missing:
+            out["missing_tasks"] = missing
     names = resolve_tasks(
         by_pilot, by_candidate, tasks, sources=(pilot, candidate), sides=("pilot", "candidate")
     )
@@ -219,6 +227,9 @@ def plan_runs(
         entry["required_problems_significance"] = required_problems(
             effect, alpha=alpha, power=power, **kw
         )
+        # "equivalent" needs, besides an interval inside the band, a minimum detectable
+        # effect of at most the threshold: the problems at which MDE = threshold
+        entry["equivalence_problems"] = required_problems(threshold, alpha=alpha, power=power, **kw)
         if below:
             entry["required_problems"] = None
             entry["required_rollouts_at_current_problems"] = None
