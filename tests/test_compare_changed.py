@@ -149,7 +149,8 @@ def test_server_option_and_sampling_change_show_once_in_every_format(
                 "baseline": "0.7",
                 "candidate": "1",
             }
-            assert doc["what_changed"]["candidate"]["run_id"] == "synthetic-1"
+            stored = json.loads((Path(cand) / "manifest.json").read_text())["run_id"]
+            assert doc["what_changed"]["candidate"]["run_id"] == stored
             assert doc["what_changed"]["candidate"]["run_dir"] == "cand"
             continue
         for line in (ROPE, TEMP):
