@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .._report._build import pooled_rate
+from .._report._build import THOUGHT_HEALTH, pooled_rate
 from ..errors import EXIT_INCONCLUSIVE, EXIT_NEGATIVE, EXIT_OK, UsageError
 from ._align import Alignment, align_frames
 from ._common_k import COMMON_K_METRICS, common_k_values
@@ -235,6 +235,8 @@ def compare_frames(
             continue
         hb = pooled_rate(*(a[pb] for a in baseline.health[name]))
         hc = pooled_rate(*(a[pc] for a in candidate.health[name]))
+        if name in THOUGHT_HEALTH and hb is None and hc is None:
+            continue  # no thought on either side: not a reasoning model
         health[name] = {
             "baseline": hb,
             "candidate": hc,
