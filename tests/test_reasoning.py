@@ -468,3 +468,79 @@ def test_an_unclosed_thought_holding_the_right_letter_is_no_false_improvement(
     assert _pass1(cand) < _pass1(baseline)
     result = compare_runs(baseline, cand)
     assert (result.verdict, result.exit_code) == ("regression", 1)
+
+
+# ---------------------------------------------------------------- one definition, show, HTML
+
+
+def _thinker(extra: int) -> Any:
+    """A reasoning model whose thought has ``10 + extra`` words and is counted by the server."""
+
+    def responder(r: dict[str, Any]) -> dict[str, Any]:
+        words = 10 + extra
+        return {
+            "text": f"Answer: {_gold(r)}",
+            "reasoning": " ".join(["hmm"] * words),
+            "usage": {"completion_tokens_details": {"reasoning_tokens": words}},
+        }
+
+    return responder
+
+
+def test_thought_health_is_one_number_in_report_compare_and_gate(tmp_path: Path) -> None:
+    data = _write_mcq(tmp_path / "letters.jsonl")
+    for name, extra in (("baseline", 0), ("candidate", 6)):
+        with OpenAIServer(responder=_thinker(extra)) as srv:
+            run_eval(_settings(srv, data), tmp_path / name, progress=False)
+    base, cand = tmp_path / "baseline", tmp_path / "candidate"
+    health = _health(cand)
+    # 16 reasoning tokens per rollout; the answer is the completion's other tokens (2 words)
+    assert health["thought_length_mean"] == {"value": 16.0, "of": 24, "unit": "reasoning_tokens"}
+    assert health["reasoning_tokens_mean"]["value"] == 16.0
+    assert health["thought_chars_mean"]["value"] == len(" ".join(["hmm"] * 16))
+    assert health["answer_tokens_mean"]["value"] == 2.0
+    assert health["n_truncated_in_thought"] == {"count": 0, "of": 24, "rate": 0.0}
+    compared = compare_runs(base, cand).tasks[0].health
+    assert compared["reasoning_tokens"]["baseline"] == 10.0
+    assert compared["reasoning_tokens"]["candidate"] == 16.0
+    assert compared["reasoning_tokens"]["delta"] == 6.0
+    # the optional gate checks on thought length: an absolute limit on the candidate's mean
+    # (16 tokens), and a paired limit on its increase (+6 tokens on every problem)
+    for policy, code in (
+        ({"reasoning_tokens": {"max": 20}}, 0),
+        ({"reasoning_tokens": {"max": 12}}, 1),
+        ({"reasoning_tokens": {"max_increase": 5}}, 1),
+    ):
+        gate = gate_run(cand, base, policy={"health": policy})
+        assert gate.exit_code == code, gate.to_dict()["checks"]
+
+
+def test_a_run_without_thoughts_has_no_thought_health(tmp_path: Path) -> None:
+    out, _ = _run(tmp_path, "run", lambda r: f"Answer: {_gold(r)}")
+    health = _health(out)
+    assert "thought_length_mean" not in health and "n_truncated_in_thought" not in health
+    out2, _ = _run(tmp_path, "run2", lambda r: f"Answer: {_gold(r)}")
+    assert "truncated_in_thought_rate" not in compare_runs(out, out2).tasks[0].health
+
+
+def test_show_and_html_keep_the_thought_apart_and_inert(tmp_path: Path) -> None:
+    from rolleval import show_records
+    from rolleval._report._html_data import read_side
+
+    evil = "\x1b[31mred\u202e</pre><script>x()</script>"
+
+    def responder(r: dict[str, Any]) -> dict[str, Any]:
+        return {"text": f"<think>inline {evil}</think>Answer: {_gold(r)}", "reasoning": "apart"}
+
+    out, _ = _run(tmp_path, "run", responder)
+    item = show_records(out, problem="letters/q000")[0]
+    assert item["rollouts"][0]["reasoning"] == "apart"
+    view = read_side(out).tasks["letters"]
+    row = view.problems["letters/q000"].rollouts[0]
+    assert row["thought"] == f"apart\n\ninline {evil}"
+    assert row["text"] == "Answer: A"
+    from conftest import run_cli
+
+    done = run_cli("show", str(out), "--problem", "letters/q000", "--limit", "1")
+    assert done.returncode == 0 and "(thought, 5 chars, collapsed" in done.stdout
+    assert "\x1b" not in done.stdout and "\u202e" not in done.stdout

@@ -38,6 +38,7 @@ from ._thought import (
     grading_inputs,
     split_thought,
     thinking_of,
+    thought_and_answer,
     verdict_of,
 )
 
@@ -72,6 +73,7 @@ __all__ = [
     "split_thought",
     "squad_metrics",
     "thinking_of",
+    "thought_and_answer",
     "verdict_of",
 ]
 

@@ -33,6 +33,7 @@ __all__ = [
     "grading_inputs",
     "split_thought",
     "thinking_of",
+    "thought_and_answer",
     "verdict_of",
 ]
 
@@ -111,6 +112,28 @@ def split_thought(
         answer_chars=len(answer) if answer is not None else 0,
         in_thought=unclosed or (answer is None and has_thought),
     )
+
+
+def thought_and_answer(
+    text: str | None, reasoning: str | None, thinking: Thinking
+) -> tuple[str | None, str]:
+    """For display (``show``, the HTML report): the thought (the separate field, then the
+    inline thought; ``None`` when there is none) and the rest of the text (the answer, or
+    ``""`` when the text ended inside the thought). Same rules as :func:`split_thought`."""
+    content = text or ""
+    parts = [reasoning] if reasoning else []
+    answer = content
+    if thinking is not None:
+        open_, close = thinking
+        end = content.rfind(close)
+        if end >= 0:
+            parts.append(content[:end].replace(open_, "").replace(close, "").strip())
+            answer = content[end + len(close) :]
+        elif (start := content.find(open_)) >= 0:
+            parts.append(content[start + len(open_) :].strip())
+            answer = content[:start]
+    thought = "\n\n".join(p for p in parts if p)
+    return (thought or None), answer
 
 
 def grading_inputs(
