@@ -544,3 +544,97 @@ def test_show_and_html_keep_the_thought_apart_and_inert(tmp_path: Path) -> None:
     done = run_cli("show", str(out), "--problem", "letters/q000", "--limit", "1")
     assert done.returncode == 0 and "(thought, 5 chars, collapsed" in done.stdout
     assert "\x1b" not in done.stdout and "\u202e" not in done.stdout
+
+
+# ---------------------------------------------------------------- importers
+
+
+def test_inspect_reasoning_content_maps_to_the_thought(tmp_path: Path) -> None:
+    """A real Inspect log (the seed1 fixture) whose first sample's reply is given Inspect's
+    reasoning content part, as a reasoning model's log has it: the thought goes to
+    ``reasoning``, the answer text stays whole (before issue 19 a content list holding a
+    reasoning part lost its text: stored as "")."""
+    from rolleval import import_run
+    from rolleval._importers._io import SafeZip
+
+    (log,) = (Path(__file__).parent / "data" / "imports" / "inspect" / "seed1").glob("*.eval")
+    with SafeZip(log) as zf:
+        header = zf.json("header.json")
+        names = sorted(n for n in zf.names() if n.startswith("samples/") and n.endswith(".json"))
+        samples = [zf.json(n) for n in names]
+    first = samples[0]
+    message = first["output"]["choices"][0]["message"]
+    answer = message["content"]
+    assert isinstance(answer, str)
+    message["content"] = [
+        {"type": "reasoning", "reasoning": "The flower is yellow, so"},
+        {"type": "text", "text": answer},
+    ]
+    first["output"]["usage"]["reasoning_tokens"] = 6
+    source = tmp_path / "log.json"
+    source.write_text(json.dumps({**header, "samples": samples}), encoding="utf-8")
+    out = tmp_path / "imported"
+    import_run("inspect", source, out)
+    (task,) = (out / "tasks").iterdir()
+    rolls = [json.loads(x) for x in (task / "rollouts.jsonl").read_text().splitlines()]
+    rec = next(
+        r for r in rolls if r["problem_id"] == str(first["id"]) and r["index"] == first["epoch"] - 1
+    )
+    assert rec["text"] == answer and rec["reasoning"] == "The flower is yellow, so"
+    assert rec["usage"]["reasoning_tokens"] == 6
+    judged = [json.loads(x) for x in (task / "judgements.jsonl").read_text().splitlines()]
+    mine = next(
+        j for j in judged if (j["problem_id"], j["index"]) == (rec["problem_id"], rec["index"])
+    )
+    assert mine["reasoning_tokens"] == 6 and mine["thought_chars"] == len(
+        "The flower is yellow, so"
+    )
+    health = report_run(out, write=False).report["tasks"][task.name]["health"]
+    assert health["reasoning_tokens_mean"] == {"value": 6.0, "of": 1}
+
+
+def test_lighteval_reasonings_map_to_the_thought(tmp_path: Path) -> None:
+    """A real lighteval details file (the seed1 fixture) whose first document's
+    ``reasonings`` holds a thought, as lighteval writes it for a reasoning model."""
+    import shutil
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from rolleval import import_run
+
+    source = tmp_path / "lighteval"
+    shutil.copytree(Path(__file__).parent / "data" / "imports" / "lighteval" / "seed1", source)
+    (details,) = source.rglob("details_*.parquet")
+    table = pq.read_table(details)
+    rows = table.to_pylist()
+    assert rows[0]["model_response"]["reasonings"] == [None]  # what the fixture holds
+    rows[0]["model_response"]["reasonings"] = ["Sunflowers are yellow."]
+    pq.write_table(pa.Table.from_pylist(rows), details)  # reasonings: list<null> -> list<string>
+    out = tmp_path / "imported"
+    import_run("lighteval", source, out)
+    (task,) = (out / "tasks").iterdir()
+    rolls = [json.loads(x) for x in (task / "rollouts.jsonl").read_text().splitlines()]
+    with_thought = [r for r in rolls if r.get("reasoning")]
+    assert [r["reasoning"] for r in with_thought] == ["Sunflowers are yellow."]
+    assert with_thought[0]["text"] == rows[0]["model_response"]["text"][0]
+
+
+def test_thinking_as_a_task_setting(tmp_path: Path) -> None:
+    """A task config's own ``thinking`` pair; the run's ``thinking`` would override it."""
+    data = _write_mcq(tmp_path / "letters.jsonl")
+    with OpenAIServer(responder=lambda r: f"[[Answer: {_wrong(_gold(r))}]] {_gold(r)}") as srv:
+        config = _settings(srv, data)
+        entry = dict(config.tasks[0])
+        entry["thinking"] = ["[[", "]]"]
+        config = _settings(srv, data, tasks=[entry])
+        run_eval(config, tmp_path / "run", progress=False)
+    assert all(j["correct"] is True for j in _judgements(tmp_path / "run"))
+    task = json.loads((tmp_path / "run" / "tasks" / "letters" / "task.json").read_text())
+    assert task["thinking"] == ["[[", "]]"]
+    from rolleval._runner._resolve import resolve_tasks
+    from rolleval.errors import UsageError
+
+    bad = _settings(srv, data, tasks=[{**entry, "thinking": ["x"]}])
+    with pytest.raises(UsageError, match=r"tasks\[0\].*thinking must be 'none' or a pair"):
+        resolve_tasks(bad)

@@ -119,10 +119,11 @@ def _sampling(spec_defaults: dict[str, Any], config: RunConfig) -> SamplingParam
     )
 
 
-def _thinking(config: RunConfig) -> tuple[str, str] | Literal["none"]:
-    """A task's thinking delimiters: the config's, else the default pair."""
+def _thinking(config: RunConfig, spec: Any) -> tuple[str, str] | Literal["none"]:
+    """A task's thinking delimiters: the run config's, else the task's, else the default."""
     if config.thinking is None:
-        return DEFAULT_THINKING
+        own = getattr(spec, "thinking", None)
+        return own if own is not None else DEFAULT_THINKING
     if config.thinking == "none":
         return "none"
     open_, close = config.thinking
@@ -157,7 +158,7 @@ def _task_settings(
             extra_body=dict(sampling.extra_body),
             reasoning_effort=sampling.reasoning_effort,
         ),
-        thinking=_thinking(config),
+        thinking=_thinking(config, spec),
         source=spec.source,
         licence=spec.licence,
         cluster_field=spec.cluster_field,
