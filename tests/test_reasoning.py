@@ -430,6 +430,9 @@ def test_budget_run_out_mid_thought_is_a_regression_not_an_outage(tmp_path: Path
     assert health["infra_error_rate"]["candidate"] == 0.0
     assert health["truncated_in_thought_rate"]["baseline"] == 0.0
     assert health["truncated_in_thought_rate"]["candidate"] > 0.2
+    (warning,) = result.tasks[0].warnings
+    assert warning.startswith("the candidate runs out of budget inside its thought")
+    assert warning.endswith("raise max_tokens; truncated answers count as wrong")
     gate = gate_run(cand, baseline)
     assert gate.exit_code == 1  # a regression, never an outage (4)
     warnings = report_run(cand, write=False).report["tasks"]["letters"]["warnings"]
@@ -500,7 +503,9 @@ def test_thought_health_is_one_number_in_report_compare_and_gate(tmp_path: Path)
     assert health["thought_chars_mean"]["value"] == len(" ".join(["hmm"] * 16))
     assert health["answer_tokens_mean"]["value"] == 2.0
     assert health["n_truncated_in_thought"] == {"count": 0, "of": 24, "rate": 0.0}
-    compared = compare_runs(base, cand).tasks[0].health
+    comparison = compare_runs(base, cand).tasks[0]
+    assert comparison.warnings == []  # it thinks longer but never runs out of budget
+    compared = comparison.health
     assert compared["reasoning_tokens"]["baseline"] == 10.0
     assert compared["reasoning_tokens"]["candidate"] == 16.0
     assert compared["reasoning_tokens"]["delta"] == 6.0
@@ -638,3 +643,22 @@ def test_thinking_as_a_task_setting(tmp_path: Path) -> None:
     bad = _settings(srv, data, tasks=[{**entry, "thinking": ["x"]}])
     with pytest.raises(UsageError, match=r"tasks\[0\].*thinking must be 'none' or a pair"):
         resolve_tasks(bad)
+
+
+def test_a_zero_reasoning_count_beside_a_thought_is_not_a_count(tmp_path: Path) -> None:
+    """vLLM parsers that inherit the base counter report 0 reasoning tokens for a real
+    thought: the thought length then falls back to characters, never 0 tokens."""
+
+    def responder(r: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "text": f"Answer: {_gold(r)}",
+            "reasoning": "twelve chars",
+            "usage": {"completion_tokens_details": {"reasoning_tokens": 0}},
+        }
+
+    out, judged = _run(tmp_path, "run", responder)
+    assert all(j["reasoning_tokens"] == 0 for j in judged)  # stored as sent
+    health = _health(out)
+    assert health["reasoning_tokens_mean"]["value"] is None
+    assert health["thought_length_mean"] == {"value": 12.0, "of": 24, "unit": "chars"}
+    assert health["answer_tokens_mean"]["value"] is None

@@ -80,7 +80,8 @@ HEALTH_DEFINITIONS: dict[str, tuple[str, str]] = {
     ),
     "reasoning_tokens": (
         "reasoning_tokens_mean",
-        "reasoning tokens / completed rollouts whose server counted them",
+        "reasoning tokens / completed rollouts whose server counted them (a 0 beside a "
+        "non-empty thought is not a count)",
     ),
     "thought_chars": (
         "thought_chars_mean",
@@ -89,7 +90,8 @@ HEALTH_DEFINITIONS: dict[str, tuple[str, str]] = {
     ),
     "answer_tokens": (
         "answer_tokens_mean",
-        "completion tokens minus reasoning tokens / completed rollouts that reported both",
+        "completion tokens minus reasoning tokens / completed rollouts that reported both "
+        "(reasoning tokens counted, at most the completion tokens)",
     ),
 }
 
@@ -179,9 +181,13 @@ def _thought_counts(table: TaskTable, ok: np.ndarray) -> dict[str, tuple[np.ndar
     """The thought health of :func:`health_counts` (reasoning models)."""
     thought = ~np.isnan(table.r_thought_chars)
     with_thoughts = ok & bool((ok & thought).any())
-    has_rt = ok & ~np.isnan(table.r_reasoning_tokens)
-    both = has_rt & ~np.isnan(table.r_output_tokens)
-    answer = np.nan_to_num(table.r_output_tokens - table.r_reasoning_tokens)
+    rt = table.r_reasoning_tokens
+    # a count of 0 beside a non-empty thought is a parser's placeholder, not a count (vLLM
+    # parsers that inherit the base counter): not counted, like an absent one
+    has_rt = ok & ~np.isnan(rt) & ~((rt == 0) & (np.nan_to_num(table.r_thought_chars) > 0))
+    out = table.r_output_tokens
+    both = has_rt & ~np.isnan(out) & (np.nan_to_num(out) >= np.nan_to_num(rt))
+    answer = np.nan_to_num(out - rt)
     return {
         "truncated_in_thought_rate": (
             table.per_problem(with_thoughts & table.r_truncated & table.r_in_thought),
