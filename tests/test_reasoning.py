@@ -121,6 +121,19 @@ def test_split_thought_none_grades_the_text_whole() -> None:
     assert split_thought("<think>Answer: A", None, None).answer == "<think>Answer: A"
 
 
+def test_an_empty_opening_delimiter_means_the_prompt_opened_the_thought() -> None:
+    """Templates that pre-fill <think> in the prompt: a reply cut at the budget holds no tag
+    at all; with the default pair it would be graded whole (its letter counted)."""
+    from rolleval.grading import split_thought
+
+    cut = "So Answer: B seems right, but let me check"
+    assert split_thought(cut).answer == cut  # the default pair cannot tell
+    split = split_thought(cut, None, ("", "</think>"))
+    assert (split.answer, split.in_thought, split.thought_chars) == (None, True, len(cut))
+    done = split_thought("hmm</think>\nB", None, ("", "</think>"))
+    assert (done.answer, done.thought_chars) == ("\nB", 3)
+
+
 def test_other_delimiters() -> None:
     from rolleval.grading import split_thought
 

@@ -10,6 +10,9 @@ delimiters (``docs/contract.md``, "Reasoning models"):
   (the chat template opened the thought in the prompt);
 * an opening delimiter never closed means no answer, whatever the thought holds (a budget
   run out mid-thought: no letter or number in an unfinished thought is ever graded);
+* an empty opening delimiter (``["", "</think>"]``) says the chat template opens the thought
+  in the prompt (Qwen3.5-style, R1): every text starts inside it, so a text with no closing
+  delimiter (cut at the budget, no tag ever written) is no answer;
 * an answer that is empty or only whitespace is no answer.
 
 A rollout with no answer is never shown to the grader: it gets :data:`NO_ANSWER` (wrong,
@@ -62,19 +65,23 @@ class ThoughtSplit:
 
 def check_thinking(value: Any, *, where: str = "thinking") -> Thinking:
     """The delimiter pair of a setting: ``"none"`` (or ``None``) turns inline thoughts off;
-    otherwise two distinct non-empty strings ``[open, close]``. Anything else is refused."""
+    otherwise two distinct strings ``[open, close]``, ``close`` non-empty. An empty ``open``
+    says the chat template opens the thought in the prompt: every text starts inside it.
+    Anything else is refused."""
     if value is None or value == "none":
         return None
     if (
         isinstance(value, (list, tuple))
         and len(value) == 2
-        and all(isinstance(v, str) and v for v in value)
+        and all(isinstance(v, str) for v in value)
+        and value[1]
         and value[0] != value[1]
     ):
         return (value[0], value[1])
     raise UsageError(
-        f"{where} must be 'none' or a pair of distinct non-empty strings [open, close] "
-        f"(e.g. ['<think>', '</think>']), got {value!r}"
+        f"{where} must be 'none' or a pair of distinct strings [open, close] with a "
+        f"non-empty close (e.g. ['<think>', '</think>'], or ['', '</think>'] when the chat "
+        f"template opens the thought), got {value!r}"
     )
 
 
@@ -93,14 +100,16 @@ def split_thought(
         open_, close = thinking
         end = content.rfind(close)
         if end >= 0:
-            inline = content[:end].replace(open_, "").replace(close, "")
+            inline = content[:end].replace(close, "")
+            if open_:
+                inline = inline.replace(open_, "")
             thought += len(inline)
             has_thought = True
             answer = content[end + len(close) :]
         else:
-            start = content.find(open_)
+            start = content.find(open_) if open_ else 0  # "": opened by the prompt
             if start >= 0:
-                thought += len(content[start:].replace(open_, ""))
+                thought += len(content[start:].replace(open_, "") if open_ else content)
                 has_thought = True
                 unclosed = True
                 answer = None
@@ -127,9 +136,10 @@ def thought_and_answer(
         open_, close = thinking
         end = content.rfind(close)
         if end >= 0:
-            parts.append(content[:end].replace(open_, "").replace(close, "").strip())
+            inline = content[:end].replace(close, "")
+            parts.append((inline.replace(open_, "") if open_ else inline).strip())
             answer = content[end + len(close) :]
-        elif (start := content.find(open_)) >= 0:
+        elif (start := content.find(open_) if open_ else 0) >= 0:
             parts.append(content[start + len(open_) :].strip())
             answer = content[:start]
     thought = "\n\n".join(p for p in parts if p)
