@@ -437,7 +437,7 @@ def test_budget_run_out_mid_thought_is_a_regression_not_an_outage(tmp_path: Path
 
     baseline, cand = _scenario(tmp_path, candidate)
     assert _pass1(baseline) > 0.45 and _pass1(cand) < 0.40  # fixed coins: 0.50 and 0.35 or so
-    result = compare_runs(baseline, cand)
+    result = compare_runs(baseline, cand, n_resamples=2000)
     assert (result.verdict, result.exit_code) == ("regression", 1)
     health = result.tasks[0].health
     assert health["infra_error_rate"]["candidate"] == 0.0
@@ -446,7 +446,7 @@ def test_budget_run_out_mid_thought_is_a_regression_not_an_outage(tmp_path: Path
     (warning,) = result.tasks[0].warnings
     assert warning.startswith("the candidate runs out of budget inside its thought")
     assert warning.endswith("raise max_tokens; truncated answers count as wrong")
-    gate = gate_run(cand, baseline)
+    gate = gate_run(cand, baseline, n_resamples=2000)
     assert gate.exit_code == 1  # a regression, never an outage (4)
     warnings = report_run(cand, write=False).report["tasks"]["letters"]["warnings"]
     assert "raise max_tokens; truncated answers count as wrong" in warnings[0]
@@ -462,7 +462,7 @@ def test_a_wrong_letter_inside_the_thought_is_no_false_regression(tmp_path: Path
 
     baseline, cand = _scenario(tmp_path, candidate)
     assert _pass1(cand) == _pass1(baseline)
-    result = compare_runs(baseline, cand)
+    result = compare_runs(baseline, cand, n_resamples=2000)
     # identical answers: effect 0; 60 problems cannot prove equivalence within the default
     # threshold, so the verdict is "insufficient evidence" (exit 3), never "regression" (1)
     assert result.tasks[0].comparison.effect == 0.0
@@ -482,7 +482,7 @@ def test_an_unclosed_thought_holding_the_right_letter_is_no_false_improvement(
 
     baseline, cand = _scenario(tmp_path, candidate)
     assert _pass1(cand) < _pass1(baseline)
-    result = compare_runs(baseline, cand)
+    result = compare_runs(baseline, cand, n_resamples=2000)
     assert (result.verdict, result.exit_code) == ("regression", 1)
 
 
@@ -516,7 +516,7 @@ def test_thought_health_is_one_number_in_report_compare_and_gate(tmp_path: Path)
     assert health["thought_chars_mean"]["value"] == len(" ".join(["hmm"] * 16))
     assert health["answer_tokens_mean"]["value"] == 2.0
     assert health["n_truncated_in_thought"] == {"count": 0, "of": 24, "rate": 0.0}
-    comparison = compare_runs(base, cand).tasks[0]
+    comparison = compare_runs(base, cand, n_resamples=2000).tasks[0]
     assert comparison.warnings == []  # it thinks longer but never runs out of budget
     compared = comparison.health
     assert compared["reasoning_tokens"]["baseline"] == 10.0
@@ -529,7 +529,7 @@ def test_thought_health_is_one_number_in_report_compare_and_gate(tmp_path: Path)
         ({"reasoning_tokens": {"max": 12}}, 1),
         ({"reasoning_tokens": {"max_increase": 5}}, 1),
     ):
-        gate = gate_run(cand, base, policy={"health": policy})
+        gate = gate_run(cand, base, policy={"health": policy}, n_resamples=2000)
         assert gate.exit_code == code, gate.to_dict()["checks"]
 
 
@@ -538,7 +538,9 @@ def test_a_run_without_thoughts_has_no_thought_health(tmp_path: Path) -> None:
     health = _health(out)
     assert "thought_length_mean" not in health and "n_truncated_in_thought" not in health
     out2, _ = _run(tmp_path, "run2", lambda r: f"Answer: {_gold(r)}")
-    assert "truncated_in_thought_rate" not in compare_runs(out, out2).tasks[0].health
+    assert (
+        "truncated_in_thought_rate" not in compare_runs(out, out2, n_resamples=500).tasks[0].health
+    )
 
 
 def test_show_and_html_keep_the_thought_apart_and_inert(tmp_path: Path) -> None:
