@@ -16,9 +16,11 @@ p_i unless truncated (then wrong, whatever it would have said).
   components of one pilot pair of runs at T = 200); at that size the regression verdict must
   be called at the power the plan predicts: >= 0.80 - 2 SE. (Before issue 19 these rollouts
   were infra errors, excluded from the denominator: the drop was invisible.)
+* ``power10``: the same with the baseline truncating 10% and the candidate 20% (a drop of
+  0.05, so the planned size is in the usual range, T of about 190).
 
     python bench/calibration_truncation.py [--sims 2000 --problems 200 --rollouts 8
-                                            --resamples 2000 --seed 0] [--only aa,power]
+                                            --resamples 2000 --seed 0] [--only aa,power,power10]
 
 Exit 0 when every checked rate is within its target, 1 otherwise.
 """
@@ -40,7 +42,8 @@ from rolleval.stats import paired_variance_components, required_problems
 ALPHA = 0.05
 THRESHOLD = 0.02
 AA_SHARE = 0.20
-BASE_SHARE, CAND_SHARE = 0.05, 0.35
+#: (baseline share, candidate share) of each power scenario.
+POWER = {"power": (0.05, 0.35), "power10": (0.10, 0.20)}
 
 
 def _records(correct: np.ndarray, truncated: np.ndarray) -> tuple[list[dict], list[dict]]:
@@ -82,14 +85,16 @@ def _sides(
     return _frame(base, tb, "baseline"), _frame(cand, tc, "candidate"), base & ~tb, cand & ~tc
 
 
-def planned_size(*, rollouts: int, seed: int) -> tuple[int, float]:
-    """The plan's size for the power scenario from one pilot pair at T = 200: the expected
-    drop delta = (CAND_SHARE - BASE_SHARE) * E[p] = 0.15 and the pilot's paired components."""
+def planned_size(name: str, *, rollouts: int, seed: int) -> tuple[int, float]:
+    """The plan's size for power scenario ``name`` from one pilot pair at T = 200: the
+    expected drop delta = (candidate share - baseline share) * E[p] and the pilot's paired
+    variance components."""
+    base_share, cand_share = POWER[name]
     rng = np.random.default_rng(np.random.SeedSequence([seed, 19, 0]))
-    _, _, b, c = _sides(rng, 200, rollouts, BASE_SHARE, CAND_SHARE)
+    _, _, b, c = _sides(rng, 200, rollouts, base_share, cand_share)
     n = np.full(200, rollouts)
     vc = paired_variance_components(b.sum(1), n, c.sum(1), n)
-    delta = (CAND_SHARE - BASE_SHARE) * 0.5
+    delta = (cand_share - base_share) * 0.5
     return required_problems(
         delta, alpha=ALPHA, power=0.8, threshold=THRESHOLD, **vc.power_kwargs()
     ), delta
@@ -98,11 +103,12 @@ def planned_size(*, rollouts: int, seed: int) -> tuple[int, float]:
 def scenario(
     name: str, *, sims: int, problems: int, rollouts: int, resamples: int, seed: int
 ) -> dict[str, int]:
-    """Verdict counts of ``sims`` comparisons of scenario ``name`` (``aa`` or ``power``)."""
-    shares = (AA_SHARE, AA_SHARE) if name == "aa" else (BASE_SHARE, CAND_SHARE)
+    """Verdict counts of ``sims`` comparisons of scenario ``name`` (``aa`` or a power one)."""
+    shares = (AA_SHARE, AA_SHARE) if name == "aa" else POWER[name]
+    stream = 1 + ["aa", *POWER].index(name)
     counts: dict[str, int] = {}
     for sim in range(sims):
-        rng = np.random.default_rng(np.random.SeedSequence([seed, 19, 1 + (name == "power"), sim]))
+        rng = np.random.default_rng(np.random.SeedSequence([seed, 19, stream, sim]))
         fb, fc, _, _ = _sides(rng, problems, rollouts, *shares)
         tc = compare_frames(
             fb, fc, threshold=THRESHOLD, alpha=ALPHA, n_resamples=resamples, rng=sim
@@ -132,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rollouts", type=int, default=8)
     ap.add_argument("--resamples", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--only", default="aa,power")
+    ap.add_argument("--only", default="aa,power,power10")
     args = ap.parse_args(argv)
     only = set(args.only.split(","))
     start = time.perf_counter()
@@ -154,12 +160,13 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
         print(f"calibration:   verdicts {dict(sorted(counts.items()))}")
-    if "power" in only:
-        t, delta = planned_size(rollouts=args.rollouts, seed=args.seed)
-        counts = scenario("power", problems=t, seed=args.seed, **common)
+    for name in [n for n in POWER if n in only]:
+        t, delta = planned_size(name, rollouts=args.rollouts, seed=args.seed)
+        counts = scenario(name, problems=t, seed=args.seed, **common)
+        base_share, cand_share = POWER[name]
         results.append(
             _line(
-                f"baseline truncates {BASE_SHARE:.0%}, candidate {CAND_SHARE:.0%} "
+                f"baseline truncates {base_share:.0%}, candidate {cand_share:.0%} "
                 f"(expected drop {delta:.3f}), planned T={t}: regression",
                 counts.get("regression", 0),
                 args.sims,
