@@ -45,6 +45,14 @@ from ._options import (
 @n_resamples_option
 @seed_option
 @tasks_option("Compare only this task (repeatable).")
+@click.option(
+    "--task-map",
+    "task_map",
+    metavar="BASE=CAND",
+    multiple=True,
+    help="Pair baseline task BASE with candidate task CAND (repeatable): for runs that name "
+    "one benchmark differently and whose problems do not match by content.",
+)
 @unmatched_option
 @click.option(
     "--require-provenance",
@@ -68,6 +76,7 @@ def compare_cmd(
     n_resamples: int,
     seed: int,
     tasks: tuple[str, ...],
+    task_map: tuple[str, ...],
     unmatched: Literal["error", "exclude"],
     require_provenance: bool,
     observe: bool,
@@ -99,6 +108,7 @@ def compare_cmd(
         require_provenance=require_provenance,
         observe=observe,
         allow_incomplete=allow_incomplete,
+        task_map=list(task_map) or None,
     )
     data = res.to_dict()
     if output:

@@ -43,6 +43,14 @@ from ._options import (
 @unmatched_option
 @observe_option
 @tasks_option("Gate only this task (repeatable; overrides the policy's tasks).")
+@click.option(
+    "--task-map",
+    "task_map",
+    metavar="BASE=CAND",
+    multiple=True,
+    help="Pair baseline task BASE with task CAND of RUN (repeatable): for runs that name "
+    "one benchmark differently and whose problems do not match by content.",
+)
 @allow_incomplete_option
 @output_option
 @format_option("github", *(f for f in FORMATS if f != "github"))
@@ -60,6 +68,7 @@ def gate_cmd(
     unmatched: Literal["error", "exclude"],
     observe: bool,
     tasks: tuple[str, ...],
+    task_map: tuple[str, ...],
     allow_incomplete: bool,
     output: str | None,
 ) -> int:
@@ -81,6 +90,7 @@ def gate_cmd(
         observe=observe,
         allow_incomplete=allow_incomplete,
         tasks=list(tasks) or None,
+        task_map=list(task_map) or None,
     )
     data = res.to_dict()
     click.echo(emit("gate", data, fmt))

@@ -42,7 +42,17 @@ def _summary_lines(summary: dict[str, Any]) -> list[str]:
     help="Re-judge every stored rollout with rolleval's grader of this type "
     "(math, mcq, short_answer) instead of using the source's per-sample scores.",
 )
-def import_cmd(fmt: str, source: str, out: str, regrade: str | None) -> int:
+@click.option(
+    "--task-name",
+    "task_name",
+    metavar="NAME|OLD=NEW",
+    multiple=True,
+    help="Name the imported task NAME (one-task sources), or rename task OLD to NEW "
+    "(repeatable), e.g. to share a task name with a run from another harness.",
+)
+def import_cmd(
+    fmt: str, source: str, out: str, regrade: str | None, task_name: tuple[str, ...]
+) -> int:
     """Turn another harness's output (SOURCE, written by FORMAT) into a rolleval run at --out.
 
     FORMAT is lm-eval (an --output_path folder or one samples file), inspect (a log folder,
@@ -50,7 +60,7 @@ def import_cmd(fmt: str, source: str, out: str, regrade: str | None) -> int:
     JSON) or sieval (a result directory). report, show, compare and gate then work on the
     run. Nothing is written at --out unless the whole import succeeds.
     """
-    summary = import_run(fmt, source, out, regrade=regrade)
+    summary = import_run(fmt, source, out, regrade=regrade, task_name=list(task_name) or None)
     for line in _summary_lines(summary):
         click.echo(line)
     click.echo(f"run written to {out}")

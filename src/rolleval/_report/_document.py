@@ -22,6 +22,7 @@ __all__ = [
     "Para",
     "Table",
     "Title",
+    "changed_blocks",
     "compare_doc",
     "f4",
     "gate_doc",
@@ -322,9 +323,15 @@ def _mover_side(m: dict[str, Any], side: str) -> str:
     return f"{_count(m[f'c_{side}'])}/{_count(m.get(f'n_{side}'))} ({rate})"
 
 
+def _pair_name(t: dict[str, Any]) -> str:
+    """``base`` or, for tasks paired across names, ``base ~ cand``."""
+    cand = t.get("candidate_task")
+    return t["task"] if not cand or cand == t["task"] else f"{t['task']} ~ {cand}"
+
+
 def comparison_blocks(t: dict[str, Any], *, adjusted: str | None = None) -> list[Block]:
     out: list[Block] = [
-        Title(f"task {t['task']}: {t['metric']}", 2, verdict=t["verdict"]),
+        Title(f"task {_pair_name(t)}: {t['metric']}", 2, verdict=t["verdict"]),
         Para(verdict_line(t)),
     ]
     if adjusted and adjusted != t["verdict"]:
@@ -372,7 +379,7 @@ def comparison_blocks(t: dict[str, Any], *, adjusted: str | None = None) -> list
         srows.append(
             [
                 side,
-                f"{s.get('kind')} {s.get('run_id') or ''}".strip(),
+                s.get("label") or f"{s.get('kind')} {s.get('run_id') or ''}".strip(),
                 f"{s.get('problems')} ({s.get('matched_problems')} matched)",
                 f"{s.get('correct_rollouts', 'N/A')}/{s.get('gradable_rollouts')}/{s.get('requested_rollouts')}",
                 str(s.get("missing_rollouts", 0)),
@@ -429,6 +436,26 @@ def comparison_blocks(t: dict[str, Any], *, adjusted: str | None = None) -> list
     return out
 
 
+def changed_blocks(changed: dict[str, Any] | None) -> list[Block]:
+    """The "what changed" block (``WhatChanged.to_dict()``): which recorded settings differ
+    between the sides, one ``setting: baseline -> candidate`` line each, and (once) that this
+    supports attribution, not proof of cause."""
+    if not changed:
+        return []
+    b, c = changed["baseline"], changed["candidate"]
+    out: list[Block] = [
+        Title("what changed", 2),
+        Para(f"baseline {b['label']}; candidate {c['label']}"),
+    ]
+    lines = [f"{ch['setting']}: {ch['baseline']} -> {ch['candidate']}" for ch in changed["changes"]]
+    if not lines:
+        out.append(Para(changed.get("summary") or "nothing changed in the recorded settings"))
+        return out
+    out.append(Bullets(lines))
+    out.append(Para(f"({changed['note']})"))
+    return out
+
+
 def compare_doc(result: dict[str, Any]) -> list[Block]:
     """The blocks of a comparison (``CompareResult.to_dict()``)."""
     out: list[Block] = [
@@ -479,6 +506,7 @@ def compare_doc(result: dict[str, Any]) -> list[Block]:
         )
     for task, why in result.get("skipped_tasks", {}).items():
         out.append(Para(f"task {task}: skipped ({why})"))
+    out += changed_blocks(result.get("what_changed"))
     for t in result["tasks"]:
         out += comparison_blocks(t, adjusted=result.get("adjusted_verdicts", {}).get(t["task"]))
     notes = [f"timeouts: {result.get('timeouts', 'counted as failures')}"]
@@ -517,6 +545,7 @@ def gate_doc(outcome: dict[str, Any]) -> list[Block]:
         for c in outcome["checks"]
     ]
     out.append(Table(["task", "check", "value", "verdict", "Holm p"], rows, left=4))
+    out += changed_blocks(outcome.get("what_changed"))
     for t in outcome.get("comparisons", []):
         out += comparison_blocks(t)
     notes = [f"note: {r}" for r in outcome.get("reasons", [])]

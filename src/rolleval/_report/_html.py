@@ -31,6 +31,7 @@ from ._document import (
     Para,
     Table,
     Title,
+    changed_blocks,
     compare_doc,
     f4,
     gate_doc,
@@ -441,11 +442,19 @@ def _comparison_page(
     facts: list[Block],
     baseline: str | None,
     candidate: str | None,
+    changed: str = "",
 ) -> str:
     tasks = list(dict.fromkeys(t["task"] for t in comparisons))
+    # a candidate task paired across names (content or --task-map) is shown under the baseline's
+    cand_of = {t["task"]: t.get("candidate_task") or t["task"] for t in comparisons}
     sb = read_side(baseline, tasks) if baseline else SideView("", note="baseline not given")
-    sc = read_side(candidate, tasks) if candidate else SideView("", note="candidate not given")
-    parts = [banner]
+    sc = (
+        read_side(candidate, list(cand_of.values()))
+        if candidate
+        else SideView("", note="candidate not given")
+    )
+    sc.tasks = {b: sc.tasks[c] for b, c in cand_of.items() if c in sc.tasks}
+    parts = [banner, changed]
     figs = []
     if comparisons:
         thr = max((t.get("threshold") or 0.0) for t in comparisons)
@@ -490,10 +499,17 @@ def _comparison_page(
     return _page(title, "\n".join(parts), data)
 
 
+def _changed_html(changed: dict[str, Any] | None) -> str:
+    """The "what changed" block, shown beside the verdict banner."""
+    blocks = changed_blocks(changed)
+    return f'<section id="what-changed">{blocks_html(blocks)}</section>' if blocks else ""
+
+
 def compare_html(result: dict[str, Any]) -> str:
     """A comparison (``CompareResult.to_dict()``) as one HTML page."""
     banner = _banner(result["verdict"], result["exit_code"], "rolleval compare", result["tasks"])
-    facts = compare_doc(result)[1:]  # the banner replaces the title
+    # the banner replaces the title; "what changed" stands beside it, not among the facts
+    facts = compare_doc({**result, "what_changed": None})[1:]
     return _comparison_page(
         "rolleval compare",
         banner,
@@ -501,6 +517,7 @@ def compare_html(result: dict[str, Any]) -> str:
         facts,
         result.get("baseline"),
         result.get("candidate"),
+        _changed_html(result.get("what_changed")),
     )
 
 
@@ -508,7 +525,7 @@ def gate_html(outcome: dict[str, Any]) -> str:
     """A gate outcome (``GateOutcome.to_dict()``) as one HTML page."""
     comps = outcome.get("comparisons", [])
     banner = _banner(outcome["verdict"], outcome["exit_code"], "rolleval gate", comps)
-    facts = gate_doc(outcome)[1:]
+    facts = gate_doc({**outcome, "what_changed": None})[1:]
     sides = (comps[0].get("sides") or {}) if comps else {}
     return _comparison_page(
         "rolleval gate",
@@ -517,6 +534,7 @@ def gate_html(outcome: dict[str, Any]) -> str:
         facts,
         (sides.get("baseline") or {}).get("source"),
         (sides.get("candidate") or {}).get("source"),
+        _changed_html(outcome.get("what_changed")),
     )
 
 

@@ -62,8 +62,6 @@ __all__ = [
     "run_eval",
 ]
 
-_LOCAL_MODEL = "SmolLM2-135M-Instruct.Q4_1"
-
 
 @dataclass
 class RunOutcome:
@@ -106,6 +104,8 @@ def run_eval(
     # ---- 1. resolve, and 2. check the directory: nothing is written before both pass ----
     if not resume:
         check_new(out)
+    if config.local_model is not None:
+        _identify_local_model(config)
     tasks = resolve_tasks(config)
     if resume:
         check_resumable(out, config, tasks)
@@ -113,8 +113,12 @@ def run_eval(
     if config.model == "local":
         from .._local._launcher import LocalServer, LocalServerOptions, check_local_available
 
-        check_local_available()
-        local = LocalServer(LocalServerOptions(server_options=dict(config.server_options)))
+        check_local_available(weights=config.local_model is None)
+        local = LocalServer(
+            LocalServerOptions(
+                model_path=config.local_model, server_options=dict(config.server_options)
+            )
+        )
     elif config.server_options:
         raise UsageError(
             "server_options apply only to model 'local' (the embedded llama.cpp server)"
@@ -136,7 +140,7 @@ def run_eval(
             say("starting the embedded llama.cpp server ...")
             stack.enter_context(local)
             base_urls: tuple[str, ...] = (local.base_url,)
-            model_name = _LOCAL_MODEL
+            model_name = local.model_name
         else:
             base_urls = tuple(config.endpoints)
             model_name = config.model
@@ -156,6 +160,14 @@ def run_eval(
             _run_async(config, out, writer, tasks, endpoint, local, transport, progress, say)
         )
     return RunOutcome(**{**outcome, "seconds": time.monotonic() - t0})
+
+
+def _identify_local_model(config: RunConfig) -> None:
+    """Check ``local_model`` is a GGUF file and put its sha256 into the run's measurement,
+    so ``--resume`` with another file is refused (before anything is written)."""
+    from .._local._launcher import check_gguf, file_sha256
+
+    config._local_sha256 = file_sha256(check_gguf(config.local_model or ""))
 
 
 def _probe_logprobs(endpoint: EndpointConfig, say: Callable[[str], None]) -> None:

@@ -25,6 +25,7 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from ..errors import DataError, UsageError
@@ -63,7 +64,11 @@ class RunConfig(BaseModel):
 
     # --- measurement ---
     model: str = Field(min_length=1)
-    """Model name sent to the endpoint, or ``local`` for the embedded llama.cpp model."""
+    """Model name sent to the endpoint, or ``local`` for the embedded llama.cpp model
+    (``local:/path/model.gguf``: that GGUF file instead, read as ``local_model``)."""
+    local_model: str | None = None
+    """Path of a GGUF file for ``model: local`` to serve instead of the embedded model; its
+    sha256 is part of the run's measurement (``local_model_sha256``), its path is not."""
     tasks: list[str | dict[str, Any]] = Field(min_length=1)
     """Built-in task names, or user-file task configs (see ``docs/tasks.md``)."""
     n_rollouts: int = Field(default=8, ge=1, le=100_000)
@@ -96,12 +101,34 @@ class RunConfig(BaseModel):
     """Ask for a problem's rollouts in one request with ``n`` (only for servers that honour
     it; the choices returned are counted, missing ones are infra errors)."""
 
+    _local_sha256: str | None = PrivateAttr(default=None)
+    """sha256 of ``local_model``, set by the runner once the file is read."""
     _source: str = PrivateAttr(default="config")
     """Where the settings came from (the config file, or ``flags``), for error messages."""
 
     @property
     def source(self) -> str:
         return self._source
+
+    @model_validator(mode="after")
+    def _local_model_path(self) -> RunConfig:
+        """``model: local:/path.gguf`` is ``model: local`` with ``local_model: /path.gguf``."""
+        if self.model.startswith("local:"):
+            path = self.model[len("local:") :].strip()
+            if not path:
+                raise ValueError(
+                    "model local: needs a GGUF path after the colon (local:/path/model.gguf)"
+                )
+            if self.local_model is not None and self.local_model != path:
+                raise ValueError(
+                    f"model names {path!r} and local_model {self.local_model!r}; give the GGUF path once"
+                )
+            self.model, self.local_model = "local", path
+        if self.local_model is not None and self.model != "local":
+            raise ValueError(
+                f"local_model applies only to model 'local' (the embedded llama.cpp server), not {self.model!r}"
+            )
+        return self
 
     @field_validator("ks")
     @classmethod
@@ -135,6 +162,9 @@ class RunConfig(BaseModel):
             out["sampling"].pop("reasoning_effort", None)
         if self.thinking is not None:
             out["thinking"] = data["thinking"]
+        if self.local_model is not None:
+            # the file's content is what is measured; where it lies is provenance
+            out["local_model_sha256"] = self._local_sha256
         return out
 
     def throughput(self) -> dict[str, Any]:

@@ -736,10 +736,11 @@ def paired_compare(
        regression despite float noise.
     10. Power [1]_: minimum detectable effect at ``power``, two-sided ``alpha``, at this
        ``T``, from the observed variance. With counts (``inp.c_*``, ``inp.n_*``) it uses
-       the variance components ``omega2 = Var(x_c - x_b)``, ``sigma2_*`` and ``k_*``
-       (:func:`rolleval.stats.paired_variance_components`)::
+       the variance components ``omega2 = Var(x_baseline - x_candidate)``, ``sigma2_*``
+       and ``k_*`` (:func:`rolleval.stats.paired_variance_components`)::
 
-           MDE = (z_{alpha/2} + z_beta) * sqrt((omega2 + sigma2_candidate/k_candidate + sigma2_c/k_c) / T)
+           MDE = (z_{alpha/2} + z_beta) * sqrt((omega2 + sigma2_baseline/k_baseline
+                                               + sigma2_candidate/k_candidate) / T)
 
        otherwise ``MDE = (z_{alpha/2} + z_beta) * se`` (the same quantity without the
        split). When the verdict is inconclusive or insufficient evidence:
@@ -796,11 +797,11 @@ def paired_compare(
 
     Notes
     -----
-    Equivalence from a zero-width interval was possible before rolleval 0.x (issue 10):
-    a run compared with itself, or greedy runs that agree, were called equivalent from
-    6 problems up. Such samples now get ``insufficient_evidence`` with the number of
-    problems the exact bound needs (about 183 with no problem moved at ``tau = 0.02``
-    on a 0-1 metric).
+    A zero-width bootstrap interval never shows equivalence on its own: a run compared with
+    itself, or greedy runs that agree, would be called equivalent from 6 problems up by
+    the interval alone. Such samples get ``insufficient_evidence`` with the number of
+    problems the exact bound needs (about 183 with no problem moved at ``threshold =
+    0.02`` on a 0-1 metric).
 
     References
     ----------
