@@ -4,8 +4,11 @@ from typing import Any
 
 import click
 
-from .._importers import FORMATS, import_run
 from ._app import cli
+
+#: ``rolleval._importers.FORMATS``, spelled here so that the CLI starts without loading the
+#: importers (tests/test_import_cost.py checks that the two agree).
+FORMATS = ("lm-eval", "inspect", "lighteval", "tracelens", "sieval")
 
 
 def _summary_lines(summary: dict[str, Any]) -> list[str]:
@@ -60,6 +63,8 @@ def import_cmd(
     JSON) or sieval (a result directory). report, show, compare and gate then work on the
     run. Nothing is written at --out unless the whole import succeeds.
     """
+    from .._importers import import_run
+
     summary = import_run(fmt, source, out, regrade=regrade, task_name=list(task_name) or None)
     for line in _summary_lines(summary):
         click.echo(line)

@@ -282,6 +282,12 @@ def save_baseline(
     if out.exists() and not overwrite:
         raise UsageError(f"{out}: file exists; pass --force to replace it, or choose another --out")
     run = RunDir.open(run_path)
+    if run.info.sequential is not None:
+        raise UsageError(
+            f"{run_path}: a sequential run (--until-decided) visited a data-dependent share of "
+            "BASE's problems and stopped on its comparison; it cannot serve as a baseline "
+            "(run the candidate in full, without --until-decided, to make one)"
+        )
     frames = frames_from_run(run_path)
     doc: dict[str, Any] = {
         "format": BASELINE_FORMAT,

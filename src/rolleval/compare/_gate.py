@@ -211,6 +211,9 @@ def gate_run(
     content); the outcome's ``changed`` lists the recorded settings that differ."""
     policy = policy or DEFAULT_POLICY
     alpha = float(policy.get("alpha", 0.05))
+    from ._seqruns import refuse_sequential
+
+    refuse_sequential(baseline, run, hint="`rolleval compare BASE RUN` with its own BASE")
     fb = load_frames(baseline)
     fc = load_frames(run)
     named = list(tasks or []) or list(policy.get("tasks") or [])

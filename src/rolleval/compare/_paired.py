@@ -629,8 +629,15 @@ def _explain(
     p: float,
     tau: float,
     why_unbounded: str | None,
+    alpha: float = 0.05,
 ) -> str:
     ci = f"CI [{lo:.4g}, {hi:.4g}]"
+    # contract row 3: a change is significant only when the interval excludes 0 AND the
+    # sign-flip test reaches alpha; say which one did not when they disagree
+    disagree = (
+        f"the interval excludes 0 but the sign-flip test does not reach alpha "
+        f"(p = {p:.3g} > {alpha:g}); both must agree"
+    )
     if verdict == "regression":
         return (
             f"candidate worse by {-effect:.4g} ({ci}, p = {p:.3g}): at least the threshold {tau:g}"
@@ -642,7 +649,8 @@ def _explain(
     if verdict == "significant_below_threshold":
         return f"significant change {effect:+.4g} ({ci}, p = {p:.3g}) smaller than the threshold {tau:g}"
     if verdict == "equivalent_within_threshold":
-        return f"no significant change (p = {p:.3g}); {ci} lies inside (-{tau:g}, +{tau:g})"
+        why = disagree if excludes_zero else f"p = {p:.3g}"
+        return f"no significant change ({why}); {ci} lies inside (-{tau:g}, +{tau:g})"
     if verdict == "insufficient_evidence":
         return (
             f"{ci} lies inside (-{tau:g}, +{tau:g}) but {why_unbounded}: equivalence is not shown"
@@ -657,7 +665,7 @@ def _explain(
             f"significant drop {effect:+.4g} (p = {p:.3g}) smaller than the threshold {tau:g}, "
             f"but {why}"
         )
-    why = f"p = {p:.3g} > alpha" if excludes_zero else f"{ci} contains 0"
+    why = disagree if excludes_zero else f"{ci} contains 0"
     return (
         f"no significant change ({why}) and {ci} reaches beyond +-{tau:g}: "
         "neither a regression nor equivalence is shown"
@@ -979,6 +987,7 @@ def paired_compare(
             test.pvalue,
             args.threshold,
             why_unbounded,
+            alpha=args.alpha,
         )
     plan = _power(args, d, se, verdict, bound)
     return Comparison(

@@ -415,6 +415,13 @@ def compare_runs(
     ``changed`` lists the recorded settings that differ between the sides.
     """
     metric = canonical_metric(metric)
+    from ._seqruns import refuse_sequential
+
+    refuse_sequential(
+        baseline,
+        candidate,
+        hint="`rolleval compare BASE RUN` with its own BASE (compare_sequential_run)",
+    )
     by_baseline = load_frames(baseline)
     by_candidate = load_frames(candidate)
     pairs = pair_tasks(

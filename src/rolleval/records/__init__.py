@@ -35,6 +35,9 @@ from ._files import (
     RunSummary,
     SamplingSettings,
     Segment,
+    SequentialDesign,
+    SequentialLook,
+    SequentialTask,
     TaskSettings,
 )
 from ._rules import (
@@ -88,6 +91,9 @@ __all__ = [
     "RunSummary",
     "SamplingSettings",
     "Segment",
+    "SequentialDesign",
+    "SequentialLook",
+    "SequentialTask",
     "TaskSettings",
     "Usage",
     "canonical_json",
