@@ -45,7 +45,7 @@ def _manifest(run: Path) -> dict:
     return json.loads((run / "manifest.json").read_text())
 
 
-def test_the_stored_manifest_is_schema_1_and_reads_as_schema_2(old_run):
+def test_the_stored_manifest_is_schema_1_and_reads_as_the_current_schema(old_run):
     stored = _manifest(old_run)
     assert stored["schema_version"] == 1 and stored["measurement"]["n"] == 2
     assert "n_rollouts" not in stored["measurement"]

@@ -11,6 +11,7 @@ from conftest import run_config, write_math_task
 from rolleval import run_eval
 from rolleval._runner import SequentialOptions
 from rolleval.errors import UsageError
+from rolleval.records import SCHEMA_VERSION
 from rolleval.testing import OpenAIServer
 
 N_PROBLEMS = 60
@@ -65,7 +66,7 @@ def test_a_clear_regression_stops_early_and_records_the_design(tmp_path, base):
     )
     assert task["looks"][-1]["upper"] <= -0.02 < task["looks"][-2]["upper"]
     manifest = json.loads((tmp_path / "cand" / "manifest.json").read_text())
-    assert manifest["schema_version"] == 3
+    assert manifest["schema_version"] == SCHEMA_VERSION  # 3 added the sequential design
     assert manifest["sequential"]["design"] == "sequential"
     assert manifest["sequential"]["order_seed"] == 5 and manifest["sequential"]["alpha"] == 0.05
     assert "stopped after" in manifest["sequential"]["stopping_reason"]

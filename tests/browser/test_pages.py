@@ -164,6 +164,38 @@ def test_lone_surrogates_and_nul_in_data_stay_inert(tmp_path, open_page, pages):
     assert page.tab.evaluate("() => window.__pwned === undefined") and page.errors == []
 
 
+def test_the_thought_is_shown_collapsed_above_the_answer_and_inert(tmp_path, open_page):
+    """Issue 19: a reasoning model's thought (here hostile text in the rollout's
+    ``reasoning``) sits in a closed <details> above the answer, as text only."""
+    import orjson
+
+    run = write_synthetic_run(tmp_path / "r", n_problems=5, n_rollouts=2, rng=3).path
+    path = next(run.glob("tasks/*/rollouts.jsonl"))
+    lines = []
+    for line in path.read_bytes().splitlines():
+        rec = orjson.loads(line)
+        if rec["index"] == 0:
+            rec["reasoning"] = HOSTILE
+        lines.append(orjson.dumps(rec))
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    rep = report_run(run, n_resamples=100, write=False).report
+    page = open_page(write_html(tmp_path / "run.html", report_html(rep, run=run)))
+    page.tab.click("#problems tbody tr >> nth=0")
+    page.tab.wait_for_selector(".rollout")
+    box = page.tab.query_selector(".rollout >> nth=0")
+    thought = box.query_selector("details.thought")
+    assert thought is not None and thought.get_attribute("open") is None  # collapsed
+    children = box.eval_on_selector_all(":scope > *", "els => els.map(e => e.tagName)")
+    assert children.index("DETAILS") < children.index("PRE")  # above the answer
+    assert f"thought ({len(HOSTILE)} chars)" in thought.query_selector("summary").inner_text()
+    text = thought.eval_on_selector("pre", "e => e.textContent")
+    assert "<script>window.__pwned = 1; alert(1)</script>" in text
+    assert page.tab.evaluate("() => window.__pwned === undefined")
+    assert page.dialogs == [] and page.errors == []
+    assert page.tab.query_selector_all("#rv-detail script, #rv-detail img, #rv-detail b") == []
+    assert page.tab.query_selector(".rollout >> nth=1").query_selector("details") is None
+
+
 def test_clicking_a_problem_that_moved_most_opens_its_rollouts(pages, open_page):
     """Issue 25 item 20: the movers table of the comparison opens the problem it names."""
     data = pages["compare"][1]

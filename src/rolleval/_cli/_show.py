@@ -35,6 +35,14 @@ def _register_run_key(rd: Any) -> None:
             register_secret(value)
 
 
+def _thought_line(thought: str, width: int = 100) -> str:
+    """The thought sent apart, collapsed to one line above the answer (``--format jsonl``
+    prints it whole)."""
+    flat = " ".join(thought.split())
+    head = flat if len(flat) <= width else flat[: width - 3] + "..."
+    return f"    (thought, {len(thought)} chars, collapsed; --format jsonl for all) {head}"
+
+
 def _prompt_text(prompt: object) -> str:
     if prompt is None:  # runs imported from a source that does not store the prompt
         return "(prompt not stored: the source this run was imported from lacks it)"
@@ -127,6 +135,8 @@ def show_cmd(
                 ) + f", extracted {_short(r['extracted'])}"
                 verdict += _details(r)
             _line(f"--- rollout {r['index']} [{verdict}] finish={r.get('finish_reason')}")
+            if r.get("reasoning"):
+                _line(_thought_line(str(r["reasoning"])))
             if r.get("text") is not None:
                 _block(str(r["text"]))
     if not items:

@@ -34,6 +34,10 @@ _J_CONST = {
     "finish_reason": None,
     "output_tokens": None,
     "metrics": None,
+    "reasoning_tokens": None,
+    "thought_chars": None,
+    "answer_chars": None,
+    "in_thought": None,
 }
 _PGET = [(f, attrgetter(f)) for f in _PROMPT_FIELDS]
 _JGET = [(f, attrgetter(f)) for f in JUDGEMENT_FIELDS if f != "metrics"]

@@ -73,7 +73,35 @@ HEALTH_DEFINITIONS: dict[str, tuple[str, str]] = {
         "output_tokens_mean",
         "completion tokens / completed rollouts that reported token usage",
     ),
+    # --- reasoning models (issue 19): N/A for a task none of whose rollouts holds a thought
+    "truncated_in_thought_rate": (
+        "n_truncated_in_thought",
+        "completed rollouts cut at max_tokens inside their thought (no answer after it) / "
+        "completed rollouts of a task with thoughts",
+    ),
+    "reasoning_tokens": (
+        "reasoning_tokens_mean",
+        "reasoning tokens / completed rollouts whose server counted them (a 0 beside a "
+        "non-empty thought is not a count)",
+    ),
+    "thought_chars": (
+        "thought_chars_mean",
+        "characters of the thought (0 for a rollout with none) / completed rollouts of a "
+        "task with thoughts",
+    ),
+    "answer_tokens": (
+        "answer_tokens_mean",
+        "completion tokens minus reasoning tokens / completed rollouts that reported both "
+        "(reasoning tokens counted, at most the completion tokens)",
+    ),
 }
+
+#: Health quantities that only exist for reasoning models: compare leaves them out when
+#: neither side measured them.
+THOUGHT_HEALTH = ("truncated_in_thought_rate", "reasoning_tokens", "thought_chars", "answer_tokens")
+
+#: A task whose truncation rate passes this warns in its report.
+TRUNCATION_WARNING_RATE = 0.05
 
 
 @dataclass(frozen=True)
@@ -146,7 +174,86 @@ def health_counts(table: TaskTable) -> dict[str, tuple[np.ndarray, np.ndarray]]:
             table.per_problem(has_tok, np.nan_to_num(table.r_output_tokens)),
             table.per_problem(has_tok),
         ),
+        **_thought_counts(table, ok),
     }
+
+
+def _thought_counts(table: TaskTable, ok: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The thought health of :func:`health_counts` (reasoning models)."""
+    thought = ~np.isnan(table.r_thought_chars)
+    with_thoughts = ok & bool((ok & thought).any())
+    rt = table.r_reasoning_tokens
+    # a count of 0 beside a non-empty thought is a parser's placeholder, not a count (vLLM
+    # parsers that inherit the base counter): not counted, like an absent one
+    has_rt = ok & ~np.isnan(rt) & ~((rt == 0) & (np.nan_to_num(table.r_thought_chars) > 0))
+    out = table.r_output_tokens
+    both = has_rt & ~np.isnan(out) & (np.nan_to_num(out) >= np.nan_to_num(rt))
+    answer = np.nan_to_num(out - rt)
+    return {
+        "truncated_in_thought_rate": (
+            table.per_problem(with_thoughts & table.r_truncated & table.r_in_thought),
+            table.per_problem(with_thoughts),
+        ),
+        "reasoning_tokens": (
+            table.per_problem(has_rt, np.nan_to_num(table.r_reasoning_tokens)),
+            table.per_problem(has_rt),
+        ),
+        "thought_chars": (
+            table.per_problem(with_thoughts, np.nan_to_num(table.r_thought_chars)),
+            table.per_problem(with_thoughts),
+        ),
+        "answer_tokens": (table.per_problem(both, answer), table.per_problem(both)),
+    }
+
+
+def _mean(num: np.ndarray, den: np.ndarray, reason: str) -> dict[str, Any]:
+    value = pooled_rate(num, den)
+    if value is None:
+        return {"value": None, "of": 0, "reason": reason}
+    return {"value": value, "of": int(den.sum())}
+
+
+def thought_health(hc: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
+    """The report's thought health: truncated while thinking, the thought's length (reasoning
+    tokens where the server counts them, else characters, ``unit`` says which), the answer's
+    tokens. Empty for a task with no thought and no reasoning token count."""
+    num, den = hc["truncated_in_thought_rate"]
+    tokens = _mean(*hc["reasoning_tokens"], "the server counted no reasoning tokens")
+    chars = _mean(*hc["thought_chars"], "no rollout holds a thought")
+    if tokens["value"] is None and chars["value"] is None:
+        return {}
+    length = (
+        {**tokens, "unit": "reasoning_tokens"}
+        if tokens["value"] is not None
+        else {**chars, "unit": "chars"}
+    )
+    return {
+        "n_truncated_in_thought": _rate(
+            int(num.sum()), int(den.sum()), what="completed rollouts with thoughts"
+        ),
+        "thought_length_mean": length,
+        "reasoning_tokens_mean": tokens,
+        "thought_chars_mean": chars,
+        "answer_tokens_mean": _mean(
+            *hc["answer_tokens"],
+            "no completed rollout reported both completion and reasoning tokens",
+        ),
+    }
+
+
+def report_warnings(health: dict[str, Any]) -> list[str]:
+    """Warnings of a task report: a truncation rate above :data:`TRUNCATION_WARNING_RATE`."""
+    out = []
+    trunc = health.get("n_truncated") or {}
+    rate = trunc.get("rate")
+    if rate is not None and rate > TRUNCATION_WARNING_RATE:
+        inside = (health.get("n_truncated_in_thought") or {}).get("count") or 0
+        where = f", {inside} of them inside the thought" if inside else ""
+        out.append(
+            f"{trunc['count']}/{trunc['of']} completed rollouts ({100 * rate:.1f}%) were cut at "
+            f"max_tokens{where}: raise max_tokens; truncated answers count as wrong"
+        )
+    return out
 
 
 def pooled_rate(num: np.ndarray, den: np.ndarray) -> float | None:
@@ -458,6 +565,7 @@ def task_report(
                 if tok is not None
                 else {"value": None, "of": 0, "reason": "no completed rollout reported token usage"}
             ),
+            **thought_health(hc),
         }
     )
     rollouts = {
@@ -486,6 +594,7 @@ def task_report(
         "rollouts": rollouts,
         "metrics": metrics_out,
         "health": health,
+        **({"warnings": warns} if (warns := report_warnings(health)) else {}),
         "inference": _inference_block(inference),
     }
 

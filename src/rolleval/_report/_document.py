@@ -297,8 +297,9 @@ def task_blocks(rep: dict[str, Any], *, all_metrics: bool | None = False) -> lis
             else f"N/A: {tok.get('reason', 'not measured')}",
         ]
     )
+    hrows += _thought_rows(h)
     out.append(Table(["health", "count/of", "rate"], hrows))
-    notes = []
+    notes = [f"WARNING: {w}" for w in rep.get("warnings", [])]
     if h.get("duplicate_judgements"):
         notes.append(f"{h['duplicate_judgements']} duplicate judgements ignored")
     if h.get("duplicate_prompts"):
@@ -310,6 +311,23 @@ def task_blocks(rep: dict[str, Any], *, all_metrics: bool | None = False) -> lis
     if notes:
         out.append(Bullets(notes))
     return out
+
+
+def _thought_rows(h: dict[str, Any]) -> list[list[str]]:
+    """Health rows of a reasoning model (none when no rollout holds a thought)."""
+    rows = []
+    v = h.get("n_truncated_in_thought")
+    if v is not None:
+        rate = _pct(v["rate"]) if v["rate"] is not None else f"N/A: {v.get('reason', '')}"
+        rows.append(["n_truncated_in_thought", f"{v['count']}/{v['of']}", rate])
+    for key in ("thought_length_mean", "answer_tokens_mean"):
+        m = h.get(key)
+        if m is None:
+            continue
+        label = f"{key} ({m['unit']})" if m.get("unit") else key
+        value = f"{m['value']:.1f}" if m.get("value") is not None else f"N/A: {m.get('reason', '')}"
+        rows.append([label, f"over {m.get('of', 0)}", value])
+    return rows
 
 
 def run_doc(report: dict[str, Any], *, all_metrics: bool | None = False) -> list[Block]:

@@ -124,6 +124,12 @@ JS = r"""
           " | extracted " + (r.extracted === null ? "(none)" : r.extracted) +
           " | cluster " + (r.cluster === null ? "N/A" : r.cluster) +
           (r.grader_error ? " | grader error " + r.grader_error : "")));
+        if (r.thought !== undefined && r.thought !== null) {
+          var thought = el("details", "thought");
+          thought.appendChild(el("summary", "muted", "thought (" + r.thought.length + " chars)"));
+          thought.appendChild(el("pre", "text thought-text", r.thought));
+          box.appendChild(thought);
+        }
         box.appendChild(el("pre", "text rollout-text", r.text));
         col.appendChild(box);
       });

@@ -73,6 +73,8 @@ class SamplingOverrides(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1)
     stop: list[str] | None = None
     extra_body: dict[str, Any] = Field(default_factory=dict)
+    reasoning_effort: str | None = Field(default=None, min_length=1)
+    """Sent as ``reasoning_effort`` (``low``/``medium``/``high`` on most servers)."""
 
 
 class RunConfig(BaseModel):
@@ -101,6 +103,9 @@ class RunConfig(BaseModel):
     server_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
     """llama.cpp server settings for ``model: local`` (e.g. ``rope_freq_scale: 0.8``)."""
     denominator_policy: Literal["judged", "requested"] = "judged"
+    thinking: list[str] | Literal["none"] | None = None
+    """Delimiters of an inline thought, ``[open, close]``, or ``none`` (texts graded
+    whole); ``None``: ``<think>``/``</think>`` for a new run, the stored ones on resume."""
     ks: list[int] | None = None
     """k values to report (default: powers of two up to n_rollouts). Reporting only: may change."""
 
@@ -160,10 +165,23 @@ class RunConfig(BaseModel):
             )
         return None if v is None else sorted(set(v))
 
+    @field_validator("thinking")
+    @classmethod
+    def _thinking_pair(cls, v: Any) -> Any:
+        from ..grading import check_thinking
+
+        return v if v is None or v == "none" else list(check_thinking(v) or ())
+
     def measurement(self) -> dict[str, Any]:
-        """The settings that decide what the numbers mean (compared on resume)."""
+        """The settings that decide what the numbers mean (compared on resume). Settings
+        added since a run format was written (``thinking``, ``sampling.reasoning_effort``)
+        are left out while unset, so an older run resumes unchanged."""
         data = self.model_dump(mode="json")
         out = {k: data[k] for k in _MEASUREMENT}
+        if out["sampling"].get("reasoning_effort") is None:
+            out["sampling"].pop("reasoning_effort", None)
+        if self.thinking is not None:
+            out["thinking"] = data["thinking"]
         if self.local_model is not None:
             # the file's content is what is measured; where it lies is provenance
             out["local_model_sha256"] = self._local_sha256

@@ -164,8 +164,11 @@ class Scheduler:
     def _grade(self, ti: int, pid: str) -> None:
         task = self.tasks[ti]
         rolls = self._final[ti].pop(pid, {})
-        items = [(j, r.grader_input()) for j, r in sorted(rolls.items()) if r.status == "ok"]
-        from ..grading import grading_reference
+        from ..grading import grading_inputs, grading_reference, thinking_of
+
+        items, splits = grading_inputs(
+            (r for _, r in sorted(rolls.items())), thinking_of(task.settings)
+        )
 
         reference = grading_reference(task.grader, task.prompts[pid])
         fut = asyncio.wrap_future(self.pools[ti].submit(reference, items))
@@ -174,17 +177,15 @@ class Scheduler:
             if f.cancelled() or self._closed:
                 return  # never store a verdict that arrives after the segment stopped
             verdicts = f.result() if f.exception() is None else None
+            from ..grading import Verdict, verdict_of
+
+            failed = (
+                Verdict.failed(f"grading failed: {f.exception()}") if verdicts is None else None
+            )
             records = []
             for j, r in sorted(rolls.items()):
-                v = None
-                if r.status == "ok":
-                    if verdicts is None:
-                        from ..grading import Verdict
-
-                        v = Verdict.failed(f"grading failed: {f.exception()}")
-                    else:
-                        v = verdicts.get(j)
-                records.append(make_judgement(r, v, task.grader.identity))
+                v = verdict_of(j, verdicts, splits, failed) if r.status == "ok" else None
+                records.append(make_judgement(r, v, task.grader.identity, splits.get(j)))
             self.writers[ti].add_judgements(records)
 
         self._grading.add(fut)

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .._report._build import pooled_rate
+from .._report._build import THOUGHT_HEALTH, pooled_rate
 from ..errors import EXIT_INCONCLUSIVE, EXIT_NEGATIVE, EXIT_OK, UsageError
 from ._align import Alignment, align_frames
 from ._changed import WhatChanged, side_record, what_changed
@@ -251,6 +251,8 @@ def compare_frames(
             continue
         hb = pooled_rate(*(a[pb] for a in baseline.health[name]))
         hc = pooled_rate(*(a[pc] for a in candidate.health[name]))
+        if name in THOUGHT_HEALTH and hb is None and hc is None:
+            continue  # no thought on either side: not a reasoning model
         health[name] = {
             "baseline": hb,
             "candidate": hc,
@@ -290,10 +292,35 @@ def compare_frames(
         movers=movers,
         problems=problems,
         unjudged=unjudged,
-        warnings=warnings,
+        warnings=warnings + thought_warning(health),
         forced_inconclusive=why is not None,
         pair=pair if pair is not None and pair.by != "name" else None,
     )
+
+
+def thought_warning(health: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One sentence when the candidate runs out of budget inside its thought more often than
+    the baseline (by more than 2 points): how much more, and how much longer it thinks."""
+    trunc = health.get("truncated_in_thought_rate") or {}
+    hb, hc = trunc.get("baseline"), trunc.get("candidate")
+    if hc is None or hc - (hb or 0.0) <= 0.02:
+        return []
+    how = f"{hc / hb:.1f}x as often" if hb else "where the baseline never did"
+    line = (
+        f"the candidate runs out of budget inside its thought {how} "
+        f"({100 * hc:.1f}% vs {'N/A' if hb is None else f'{100 * hb:.1f}%'} of completed rollouts)"
+    )
+    for name, unit in (("reasoning_tokens", "reasoning tokens"), ("thought_chars", "characters")):
+        t = health.get(name) or {}
+        tb, tc = t.get("baseline"), t.get("candidate")
+        if tb and tc is not None:
+            change = 100 * (tc / tb - 1)
+            longer = "longer" if change >= 0 else "shorter"
+            line += (
+                f" and thinks {abs(change):.0f}% {longer} ({tc:.0f} vs {tb:.0f} {unit} per rollout)"
+            )
+            break
+    return [line + ": raise max_tokens; truncated answers count as wrong"]
 
 
 @dataclass(frozen=True)

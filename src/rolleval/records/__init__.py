@@ -22,6 +22,7 @@ from ._base import SCHEMA_VERSION, check_schema_version
 from ._files import (
     BASELINE_FORMAT,
     BASELINE_SCHEMA,
+    DEFAULT_THINKING,
     REPORT_VERSION,
     RUN_FORMAT,
     BaselineFile,
@@ -65,6 +66,7 @@ from ._streams import (
 __all__ = [
     "BASELINE_FORMAT",
     "BASELINE_SCHEMA",
+    "DEFAULT_THINKING",
     "GRADABLE_STATUS",
     "REPORT_VERSION",
     "ROLLOUT_STATUSES",

@@ -23,6 +23,7 @@ from ._base import SCHEMA_VERSION, FileModel, RecordPart
 __all__ = [
     "BASELINE_FORMAT",
     "BASELINE_SCHEMA",
+    "DEFAULT_THINKING",
     "REPORT_VERSION",
     "RUN_FORMAT",
     "BaselineFile",
@@ -90,8 +91,20 @@ def _rename_measurement_n(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-#: Schemas 2 and 3 changed only the manifest: the other run files and the streams read as they are.
-_SAME_SINCE_1: dict[int, Any] = {1: _unchanged, 2: _unchanged}
+#: Schemas 2 and 3 changed only the manifest, schema 4 only ``task.json`` (and added
+#: optional fields to the streams): the other run files read as they are.
+_SAME_SINCE_1: dict[int, Any] = {1: _unchanged, 2: _unchanged, 3: _unchanged}
+
+#: The thinking delimiters of a new task: the answer is the text after the last ``</think>``.
+DEFAULT_THINKING: tuple[str, str] = ("<think>", "</think>")
+
+
+def _graded_whole(data: dict[str, Any]) -> dict[str, Any]:
+    """A ``task.json`` before schema 4 has no ``thinking``: its texts were graded whole
+    (``"none"``), so a regrade or resume of the old run keeps that meaning until told
+    otherwise."""
+    data.setdefault("thinking", "none")
+    return data
 
 
 class SequentialLook(RecordPart):
@@ -154,7 +167,7 @@ class RunManifest(FileModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
 
     kind: ClassVar[str] = "run schema"
-    _upgrades: ClassVar[dict[int, Any]] = {1: _rename_measurement_n, 2: _unchanged}
+    _upgrades: ClassVar[dict[int, Any]] = {1: _rename_measurement_n, 2: _unchanged, 3: _unchanged}
 
     schema_version: int = SCHEMA_VERSION
     """Version of the run-directory format (:data:`~rolleval.records.SCHEMA_VERSION`)."""
@@ -210,13 +223,15 @@ class SamplingSettings(RecordPart):
     max_tokens: int | None = None
     stop: list[str] | None = None
     extra_body: dict[str, Any] = Field(default_factory=dict)
+    reasoning_effort: str | None = None
+    """Sent as ``reasoning_effort`` (OpenAI, vLLM, SGLang, llama.cpp); ``None``: not sent."""
 
 
 class TaskSettings(FileModel):
     """``task.json``: how a task was run, graded and reported, and what data it used."""
 
     kind: ClassVar[str] = "task settings schema"
-    _upgrades: ClassVar[dict[int, Any]] = _SAME_SINCE_1
+    _upgrades: ClassVar[dict[int, Any]] = {1: _unchanged, 2: _unchanged, 3: _graded_whole}
 
     schema_version: int = SCHEMA_VERSION
     """Same version as the manifest's (absent in files written before it was recorded: 1)."""
@@ -241,6 +256,11 @@ class TaskSettings(FileModel):
     grader_identity: str | None = None
     """``<id>@<version>`` of the grader that wrote the judgements."""
     grader_dependencies: dict[str, str | None] | None = None
+    thinking: tuple[str, str] | Literal["none"] = DEFAULT_THINKING
+    """The delimiters of a thought written inline in the text (``[open, close]``), applied
+    before extraction: the grader sees only the text after the last closing delimiter,
+    and a thought opened and never closed is no answer (``docs/contract.md``, "Reasoning
+    models"). ``"none"``: texts are graded whole (runs made before schema 4 read so)."""
     sampling: SamplingSettings | None = None
     source: dict[str, Any] | None = None
     """Data source (``package``, ``version``, ``path``, ``sha256`` ...)."""
