@@ -137,6 +137,7 @@ def test_hostile_rollouts_are_contained_and_grading_goes_on():
         2: "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
         3: "import subprocess\nsubprocess.Popen(['sleep', '300'], start_new_session=True)\ndef f(x):\n    return 2 * x",
         4: "def f(x):\n    return 2 * x",
+        5: "open('/usr/rolleval-escape.txt', 'w').write('x')\ndef f(x):\n    return 2 * x",
     }
     grader = CodeGrader(timeout_s=2.0)
     verdicts = grader.grade_problem(
@@ -146,7 +147,11 @@ def test_hostile_rollouts_are_contained_and_grading_goes_on():
     target.unlink(missing_ok=True)
     assert not escaped
     assert _raw(verdicts[0])["failure"] == "crash" and "unreachable" in _raw(verdicts[0])["message"]
-    assert _raw(verdicts[1])["failure"] == "crash" and "Read-only" in _raw(verdicts[1])["message"]
+    # the host's folders are not in the sandbox at all; what is there is read-only
+    assert (
+        _raw(verdicts[1])["failure"] == "crash" and "No such file" in _raw(verdicts[1])["message"]
+    )
+    assert _raw(verdicts[5])["failure"] == "crash" and "Read-only" in _raw(verdicts[5])["message"]
     assert _raw(verdicts[2])["failure"] in ("timeout", "crash")
     # a detached child is killed with the PID namespace, the rollout itself passes
     assert verdicts[3].correct is True
@@ -168,7 +173,7 @@ def test_process_count_is_capped():
 
 
 def test_sandbox_failure_is_a_grader_error(monkeypatch):
-    monkeypatch.setattr(_sandbox, "_UNSHARE_ARGS", ("--no-such-option",))
+    monkeypatch.setattr(_sandbox, "_NAMESPACES", 0x1)  # no namespace flag: EINVAL
     verdicts = CodeGrader().grade_problem(["assert True"], [(0, "```python\nx = 1\n```")])
     v = verdicts[0]
     assert v.correct is None and v.grader_error.startswith("sandbox:")
@@ -247,10 +252,11 @@ def test_limits_are_applied():
         [
             (
                 "import resource\nlimits = [resource.getrlimit(r)[0] for r in "
-                "(resource.RLIMIT_CPU, resource.RLIMIT_AS, resource.RLIMIT_NPROC, resource.RLIMIT_FSIZE)]",
+                "(resource.RLIMIT_CPU, resource.RLIMIT_AS, resource.RLIMIT_NPROC, resource.RLIMIT_FSIZE)]\n"
+                "import os\nplace = (os.getcwd(), os.listdir('/tmp'), os.environ['HOME'])",
                 [
                     "assert limits == [3, 128 << 20, 7, 16 << 20], limits",
-                    "import os\nassert os.getcwd() == '/tmp' and os.listdir('/tmp') == []",
+                    "assert place == ('/tmp', [], '/tmp'), place",
                 ],
             )
         ],

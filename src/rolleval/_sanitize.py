@@ -3,8 +3,9 @@
 Two jobs, both applied where text is written or printed:
 
 * :func:`redact` replaces every registered secret (the API key) in every form it can take
-  in an error message, a server's echo or a traceback: as is, as Python ``repr``/JSON
-  escapes it, URL-encoded, and base64-encoded at any byte alignment. The client registers
+  in an error message, a server's echo, a traceback or what model-written code printed: as
+  is, reversed, as Python ``repr``/JSON escapes it, URL-encoded, hex-encoded (either case),
+  and base64-encoded at any byte alignment. The client registers
   the key when it reads it (:func:`register_secret`), so the CLI's error path, ``show`` and
   the records all redact the same forms. Redaction happens before any truncation.
 * :func:`terminal_safe` makes model output and server error bodies inert on a terminal:
@@ -24,6 +25,7 @@ __all__ = [
     "REDACTED",
     "check_api_key",
     "redact",
+    "redact_head",
     "redact_tail",
     "redact_value",
     "register_secret",
@@ -56,8 +58,12 @@ def secret_forms(secret: str) -> tuple[str, ...]:
     """Every form of ``secret`` :func:`redact` replaces, longest first."""
     if not secret:
         return ()
+    hexed = secret.encode("utf-8").hex()
     forms = {
         secret,
+        secret[::-1],
+        hexed,
+        hexed.upper(),
         repr(secret)[1:-1],
         ascii(secret)[1:-1],
         json.dumps(secret)[1:-1],
@@ -98,6 +104,17 @@ def redact_tail(text: str) -> str:
         for size in range(len(form) - 1, 0, -1):
             if text.endswith(form[:size]):
                 return text[:-size] + REDACTED
+    return text
+
+
+def redact_head(text: str) -> str:
+    """:func:`redact`, and also drop a leading *end* of a secret form: for the tail of
+    something longer, where a secret may straddle the cut."""
+    text = redact(text)
+    for form in _forms:
+        for size in range(len(form) - 1, 0, -1):
+            if text.startswith(form[-size:]):
+                return REDACTED + text[size:]
     return text
 
 
