@@ -110,6 +110,59 @@ def test_the_api_key_in_the_environment_never_reaches_the_code_nor_the_run(tmp_p
                 assert form not in text, f"{name} key in {path}"
 
 
+def _run_code_task(tmp_path: Path, reply: str) -> Path:
+    """``rolleval run --api-key-env`` of a one-problem code task whose every reply is
+    ``reply``; the run directory."""
+    data = tmp_path / "tasks.jsonl"
+    data.write_text(json.dumps({"id": "p1", "question": "Write f.", "tests": ["assert f(2) == 4"]}))
+    with OpenAIServer(responder=lambda request: reply, api_key=KEY) as srv:
+        cfg = tmp_path / "run.yaml"
+        cfg.write_text(
+            f"model: {srv.model}\nendpoints: [{srv.base_url}]\nn_rollouts: 1\nseed: 1\n"
+            f"api_key_env: {KEY_ENV}\n"
+            f"tasks: [{{name: hostile, path: {data}, type: code, id_field: id, "
+            f"answer_field: tests, grader: {{timeout_s: 3}}}}]\n"
+        )
+        run = tmp_path / "run"
+        res = run_cli(
+            "run", "--config", str(cfg), "--out", str(run), "--no-progress", env={KEY_ENV: KEY}
+        )
+    assert res.returncode == 0, res.stderr
+    return run
+
+
+def _assert_no_key_form(run: Path) -> None:
+    for path in run.rglob("*"):
+        if path.is_file():
+            text = path.read_text(errors="replace")
+            for name, form in _key_forms(KEY).items():
+                assert form not in text, f"{name} key in {path}"
+
+
+def test_a_key_the_program_prints_is_redacted_in_the_stored_judgement(tmp_path):
+    """The key reaches the program some other way (here: its pieces in the reply, which the
+    client's redaction of whole forms lets through): what the grading worker stores of
+    the program's stderr and messages is redacted, plain, reversed and hex-encoded,
+    including the beginning of a key where the 500-character message limit cut it."""
+    half = len(KEY) // 2
+    code = (
+        f"k = {KEY[:half]!r} + {KEY[half:]!r}\n"
+        "import sys\n"
+        "sys.stderr.write('x' * 5000 + k + ' ' + k[::-1] + ' ' + k.encode().hex())\n"
+        "def f(x):\n    raise ValueError(k + ' ' + k[::-1] + ' ' + 'y' * 426 + k)\n"
+    )
+    run = _run_code_task(tmp_path, f"```python\n{code}\n```")
+    (judgement,) = [
+        json.loads(x) for x in (run / "tasks/hostile/judgements.jsonl").read_text().splitlines()
+    ]
+    raw = json.loads(judgement["judge_raw"])
+    assert raw["failure"] == "crash" and raw["message"].startswith("ValueError: ***")
+    assert raw["stderr_tail"].endswith("*** *** ***")
+    assert raw["message"].endswith("y***"), raw["message"][-60:]  # the cut key's start
+    _assert_no_key_form(run)
+    assert KEY[:4] not in raw["message"] and KEY[:4] not in raw["stderr_tail"]
+
+
 def test_every_form_of_a_registered_key_is_redacted_from_what_the_sandbox_returns():
     """The key reaches the program by another way than the environment (built from pieces
     in its source): its stderr tail and messages are redacted like the rest of rolleval,
@@ -263,3 +316,19 @@ def test_a_timeout_ends_within_a_second_and_a_half_of_its_limit():
     assert [o.failure for o in outcomes] == ["timeout", "timeout"]
     assert all(o.seconds < 2.5 for o in outcomes), [o.seconds for o in outcomes]
     assert wall < 2.5, wall
+
+
+def test_unsafe_exec_warns_what_it_gives_up(capsys, monkeypatch):
+    from rolleval._cli._unsafe import unsafe_exec_scope
+    from rolleval.grading._code import UNSAFE_EXEC_ENV
+
+    monkeypatch.delenv(UNSAFE_EXEC_ENV, raising=False)
+    with unsafe_exec_scope(False):
+        assert UNSAFE_EXEC_ENV not in os.environ
+    assert capsys.readouterr().err == ""
+    with unsafe_exec_scope(True):
+        assert os.environ[UNSAFE_EXEC_ENV] == "1"
+    assert UNSAFE_EXEC_ENV not in os.environ
+    warning = capsys.readouterr().err
+    for gives_up in ("environment", "API key", "file", "network", "signals"):
+        assert gives_up in warning, gives_up

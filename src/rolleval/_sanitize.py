@@ -25,10 +25,11 @@ __all__ = [
     "REDACTED",
     "check_api_key",
     "redact",
-    "redact_head",
     "redact_tail",
     "redact_value",
+    "register_forms",
     "register_secret",
+    "registered_forms",
     "secret_forms",
     "terminal_safe",
 ]
@@ -88,6 +89,19 @@ def register_secret(secret: str) -> None:
         _forms = tuple(sorted({*_forms, *new}, key=len, reverse=True))
 
 
+def registered_forms() -> tuple[str, ...]:
+    """Every form registered so far: what a worker process needs to redact the same way
+    (:func:`register_forms`)."""
+    return _forms
+
+
+def register_forms(forms: tuple[str, ...] | list[str]) -> None:
+    """Redact these forms (from :func:`registered_forms` of another process) too."""
+    global _forms
+    with _lock:
+        _forms = tuple(sorted({*_forms, *(f for f in forms if f)}, key=len, reverse=True))
+
+
 def redact(text: str) -> str:
     """``text`` with every form of every registered secret replaced by ``***``."""
     for form in _forms:
@@ -104,17 +118,6 @@ def redact_tail(text: str) -> str:
         for size in range(len(form) - 1, 0, -1):
             if text.endswith(form[:size]):
                 return text[:-size] + REDACTED
-    return text
-
-
-def redact_head(text: str) -> str:
-    """:func:`redact`, and also drop a leading *end* of a secret form: for the tail of
-    something longer, where a secret may straddle the cut."""
-    text = redact(text)
-    for form in _forms:
-        for size in range(len(form) - 1, 0, -1):
-            if text.startswith(form[-size:]):
-                return REDACTED + text[size:]
     return text
 
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .._sanitize import redact, redact_head
+from .._sanitize import redact, redact_tail
 
 __all__ = ["ExecLimits", "ExecOutcome", "isolation_problem", "run_tests"]
 
@@ -168,17 +168,22 @@ def _empty_group(pgid: int, wait_s: float = _KILL_WAIT_S) -> None:
 
 
 def _read(fh: Any, limit: int = 1 << 20) -> str:
+    """The first ``limit`` bytes of ``fh``."""
     fh.seek(0)
     return fh.read(limit).decode("utf-8", errors="replace")
 
 
+def _read_end(fh: Any, limit: int = 1 << 20) -> str:
+    """The last ``limit`` bytes of ``fh`` (what output's tail is cut from)."""
+    size = fh.seek(0, os.SEEK_END)
+    fh.seek(max(0, size - limit))
+    return fh.read(limit).decode("utf-8", errors="replace")
+
+
 def _redacted_tail(text: str, size: int = _TAIL) -> str:
-    """The last ``size`` characters of ``text``, every registered secret redacted first, and
-    a secret cut by the start of the tail redacted too."""
-    text = redact(text)
-    if len(text) <= size:
-        return text
-    return redact_head(text[-size:])
+    """The last ``size`` characters of ``text`` (output read to its very end), every
+    registered secret redacted before the cut, so no secret straddles it."""
+    return redact(text)[-size:]
 
 
 class _Running:
@@ -238,7 +243,7 @@ class _Running:
         seconds = time.monotonic() - self.started
         try:
             raw = _read(self.result).strip()
-            stderr = _read(self.stderr)
+            stderr = _read_end(self.stderr)
         finally:
             for fh in (self.result, self.tests, self.stdout, self.stderr):
                 fh.close()
@@ -277,7 +282,7 @@ def _outcome(
     tail = _redacted_tail(stderr)
 
     def make(failure: str | None, message: str | None, run=None, passed=None) -> ExecOutcome:
-        message = redact(message) if message else message
+        message = redact_tail(message) if message else message  # cut at its end
         return ExecOutcome(failure, run, passed, message, isolated, seconds, tail)
 
     lines = _lines(raw)
