@@ -6,6 +6,7 @@ import json
 import os
 import re
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -106,7 +107,16 @@ def test_failure_kinds_and_test_counts():
     assert "MemoryError" in _raw(memory)["message"]
 
 
-def _sandbox_processes() -> list[int]:
+def _sandbox_processes(wait_s: float = 5.0) -> list[int]:
+    """Sandbox children still alive after at most ``wait_s`` (a killed PID namespace is torn
+    down by the kernel asynchronously)."""
+    deadline = time.monotonic() + wait_s
+    while (alive := _sandbox_processes_now()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return alive
+
+
+def _sandbox_processes_now() -> list[int]:
     """Sandbox children started from this checkout (its own boot script's path), so that
     another checkout's tests running on the same machine are not counted."""
     from rolleval.grading._sandbox import _BOOT

@@ -1,25 +1,28 @@
-"""Running untrusted Python tests in an isolated child process (parent side).
+"""Running untrusted Python tests in isolated child processes (parent side).
 
-Each execution is one child process started as::
+Each execution starts one process, ``<python> -S -s -P _sandbox_boot.py``, with an explicit
+minimal environment (``PATH``, ``LANG``, ``HOME`` and ``TMPDIR`` = its private folder,
+``PYTHONHASHSEED=0``, ``PYTHONDONTWRITEBYTECODE=1``; nothing of rolleval's own, so not in
+``/proc/self/environ`` either), in a new session (its own process group). The child
+(:mod:`._sandbox_boot`, whose docstring has the details) enters new mount, PID, network,
+IPC and UTS namespaces, builds a root holding only read-only ``/usr`` and the Python
+installation, and runs the program and the tests in two processes: the **candidate**
+(the program; nobody on the host, no capabilities, resource limits, its own PID and mount
+namespaces and private ``/tmp``) and the **harness** (the tests and the result channel,
+which the candidate cannot reach), which calls the program's functions through a
+data-only channel. The judgement is the harness's report, read from a file descriptor
+only the harness holds.
 
-    unshare --user --map-root-user --net --mount --pid --fork --mount-proc \
-            --kill-child=SIGKILL  <python> -I -S _sandbox_boot.py
+At the wall-clock deadline the parent SIGKILLs the process group once and reaps the child
+(the PID namespace dies with its first process): the kill path costs milliseconds, not
+seconds. Without isolation (``--unsafe-exec``) it then kills what is left in the group
+for at most half a second.
 
-in a new session (its own process group). The child (:mod:`._sandbox_boot`) has no network
-(only a loopback interface that is down), sees every mount read-only except a private
-size-limited ``tmpfs`` on ``/tmp`` (its working folder), has no capabilities, and runs under
-CPU-time, address-space, process-count, file-size and open-file limits. At the wall-clock
-deadline the parent kills the whole process group; the end of the PID namespace's first
-process kills anything else the code started.
+What the child writes that rolleval stores (the stderr tail, messages) is redacted of every
+registered secret (:mod:`rolleval._sanitize`) before it is cut.
 
-Process count: ``RLIMIT_NPROC`` is counted per user namespace, so it bounds the sandbox's
-own processes, but the kernel does not enforce it when the real user is root. The child
-then also lowers the PID namespace's ``pid_max`` (Linux 6.14+), which caps how many
-processes can exist in it; on older kernels running as root, a fork bomb is stopped by the
-wall-clock deadline only.
-
-:func:`isolation_problem` probes once per process whether this works here (user
-namespaces can be disabled by the kernel, a container's seccomp profile or AppArmor).
+:func:`isolation_problem` probes once per process whether this works here (namespaces can
+be disabled by the kernel, a container's seccomp profile or AppArmor).
 """
 
 from __future__ import annotations
@@ -239,7 +242,11 @@ class _Running:
             _kill_group(self.proc)
             code = self.proc.wait()
         if not self.isolate:
-            _empty_group(self.proc.pid)  # what the code left (no PID namespace here)
+            # No PID namespace: what the code left in the group. (Isolated, the killed
+            # namespace is torn down by the kernel within milliseconds; its first process's
+            # zombie, reparented to the machine's init, would keep a group kill
+            # "succeeding": retrying it until the wait ended cost 5 s before.)
+            _empty_group(self.proc.pid)
         seconds = time.monotonic() - self.started
         try:
             raw = _read(self.result).strip()

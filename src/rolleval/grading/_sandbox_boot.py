@@ -823,7 +823,7 @@ def _harness(job, sock, out):
     code = 0
     try:
         if job["isolate"]:
-            if os.geteuid() == 0:
+            if job["host_root"]:
                 _become_nobody()
             _drop_capabilities()
         _LIBC.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
@@ -862,7 +862,7 @@ def _candidate(job, sock):
             size = int(job["limits"]["tmp_mb"])
             _mount("tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={size}m,mode=1777")
             workdir = "/tmp"
-            if os.geteuid() == 0:
+            if job["host_root"]:
                 _become_nobody()
                 _own_user_namespace()
             _drop_capabilities()
@@ -940,6 +940,7 @@ def _init(job, out):
 
 def main():
     job = json.loads(sys.stdin.buffer.read())
+    job["host_root"] = os.geteuid() == 0  # inside a new user namespace everyone is root
     out = os.fdopen(int(job["result_fd"]), "w", encoding="utf-8")
     try:
         if job["isolate"]:
