@@ -136,17 +136,25 @@ def _describe(exc):
 
 
 def _enter_namespaces(flags):
-    """Boot process: new namespaces; as root, the host's user namespace with no
-    supplementary group; otherwise also a user namespace mapping this user to root."""
+    """Boot process: new namespaces. As root: the host's user namespace, no supplementary
+    group (True: the harness and candidate then become nobody). Otherwise, or as a root
+    that may not mount (a container without ``CAP_SYS_ADMIN``: it first becomes nobody),
+    also a new user namespace mapping this user to root (False)."""
     if os.geteuid() == 0:
         os.setgroups([])
-        _unshare(flags, "mount, pid, net, ipc, uts")
-        return
+        if _LIBC.unshare(ctypes.c_int(flags)) == 0:
+            return True
+        if ctypes.get_errno() != 1:  # EPERM
+            _check(-1, "unshare(mount, pid, net, ipc, uts)")
+        os.setresgid(_NOBODY, _NOBODY, _NOBODY)
+        os.setresuid(_NOBODY, _NOBODY, _NOBODY)
+        _LIBC.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)  # own /proc/self files, to write the maps
     uid, gid = os.geteuid(), os.getegid()
     _unshare(flags | _CLONE_NEWUSER, "user, mount, pid, net, ipc, uts")
     _write("/proc/self/setgroups", "deny")
     _write("/proc/self/uid_map", f"0 {uid} 1")
     _write("/proc/self/gid_map", f"0 {gid} 1")
+    return False
 
 
 def _python_trees():
@@ -940,11 +948,11 @@ def _init(job, out):
 
 def main():
     job = json.loads(sys.stdin.buffer.read())
-    job["host_root"] = os.geteuid() == 0  # inside a new user namespace everyone is root
+    job["host_root"] = False  # inside a new user namespace everyone is root
     out = os.fdopen(int(job["result_fd"]), "w", encoding="utf-8")
     try:
         if job["isolate"]:
-            _enter_namespaces(int(job["namespaces"]))
+            job["host_root"] = _enter_namespaces(int(job["namespaces"]))
     except BaseException as exc:
         out.write(json.dumps({"sandbox_error": _describe(exc)}) + "\n")
         out.flush()
