@@ -273,3 +273,10 @@ def test_limits_are_applied():
         ExecLimits(timeout_s=5, cpu_s=3, memory_mb=128, processes=7),
     )
     assert o.passed, o.message
+
+
+def test_a_candidate_setup_failure_is_a_sandbox_outcome():
+    """The candidate process reports its setup before any of the program's code runs, so a
+    failure there (here: an impossible /tmp size) is the sandbox's, never the program's."""
+    (o,) = run_tests([("x = 1", ["assert x == 1"])], ExecLimits(timeout_s=10, tmp_mb=-1))
+    assert o.failure == "sandbox" and "mount tmpfs on /tmp" in o.message, o

@@ -842,7 +842,17 @@ def _harness(job, sock, out):
         _redirect(1, os.devnull, os.O_WRONLY)
         with os.fdopen(int(job["tests_fd"]), "rb") as fh:
             tests = json.loads(fh.read())
-        outcome = _run_tests(_Channel(sock), [str(t) for t in tests])
+        channel = _Channel(sock)
+        try:
+            setup = channel.receive()
+        except _CandidateEnded:
+            setup = {"setup": "the candidate process ended while it was being set up"}
+        if not isinstance(setup, dict) or setup.get("setup", "") is not None:
+            problem = setup.get("setup") if isinstance(setup, dict) else None
+            out.write(json.dumps({"sandbox_error": str(problem or "bad setup message")}) + "\n")
+            out.flush()
+            os._exit(3)
+        outcome = _run_tests(channel, [str(t) for t in tests])
         out.write(json.dumps(outcome) + "\n")
         out.flush()
     except BaseException as exc:
@@ -854,6 +864,24 @@ def _harness(job, sock, out):
     os._exit(code)
 
 
+def _confine_candidate(job):
+    """The candidate's own mount namespace (fresh /proc, private /tmp), nobody, its own
+    user namespace, no capabilities, limits."""
+    workdir = job["workdir"]
+    if job["isolate"]:
+        _unshare(_CLONE_NEWNS, "mount")
+        _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+        size = int(job["limits"]["tmp_mb"])
+        _mount("tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={size}m,mode=1777")
+        workdir = "/tmp"
+        if job["host_root"]:
+            _become_nobody()
+            _own_user_namespace()
+        _drop_capabilities()
+    os.chdir(workdir)
+    _set_limits(job["limits"])
+
+
 def _candidate(job, sock):
     """Candidate process body (never returns)."""
     code = 0
@@ -863,19 +891,14 @@ def _candidate(job, sock):
         os.closerange(3, low)
         os.closerange(low + 1, high)
         os.closerange(high + 1, 1 << 16)
-        workdir = job["workdir"]
-        if job["isolate"]:
-            _unshare(_CLONE_NEWNS, "mount")
-            _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
-            size = int(job["limits"]["tmp_mb"])
-            _mount("tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={size}m,mode=1777")
-            workdir = "/tmp"
-            if job["host_root"]:
-                _become_nobody()
-                _own_user_namespace()
-            _drop_capabilities()
-        os.chdir(workdir)
-        _set_limits(job["limits"])
+        try:
+            _confine_candidate(job)
+        except BaseException as exc:
+            _send(sock, {"setup": _describe(exc)})
+            os._exit(3)
+        # Sent before any of the program's code runs, so the program cannot forge it (a
+        # setup failure is the sandbox's, never the program's).
+        _send(sock, {"setup": None})
         _serve(sock, job["solution"])
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
@@ -918,8 +941,13 @@ def _init(job, out):
         _harness(job, harness_end, out)
     harness_end.close()
     os.close(int(job["tests_fd"]))
-    if job["isolate"]:
-        _unshare(_CLONE_NEWPID, "pid")
+    try:
+        if job["isolate"]:
+            _unshare(_CLONE_NEWPID, "pid")
+    except BaseException as exc:
+        out.write(json.dumps({"sandbox_error": _describe(exc)}) + "\n")
+        out.flush()
+        os._exit(3)  # the harness dies with this PID namespace
     candidate = os.fork()
     if candidate == 0:
         _candidate(job, candidate_end)
