@@ -280,3 +280,42 @@ def test_a_candidate_setup_failure_is_a_sandbox_outcome():
     failure there (here: an impossible /tmp size) is the sandbox's, never the program's."""
     (o,) = run_tests([("x = 1", ["assert x == 1"])], ExecLimits(timeout_s=10, tmp_mb=-1))
     assert o.failure == "sandbox" and "mount tmpfs on /tmp" in o.message, o
+
+
+def test_values_cross_as_their_exact_data_types():
+    """Every data type of the channel arrives as itself (type and value), subclasses as their
+    base type; other objects are proxies that can be called, read, changed and iterated."""
+    program = (
+        "import collections, decimal, fractions\n"
+        "class Tagged(int):\n    pass\n"
+        "class Node:\n    def __init__(self, v):\n        self.v = v\n        self.next = None\n"
+        "    def __len__(self):\n        return 7\n    def __str__(self):\n        return 'node'\n"
+        "def values():\n"
+        "    return [None, True, 3, 10 ** 5000, -0.0, float('inf'), 1 + 2j, 'é\\ud800', b'\\x00',"
+        " bytearray(b'ab'), (1, [2]), {(1, 2): {3}}, frozenset({4}),"
+        " collections.Counter('aab'), collections.OrderedDict(a=1),"
+        " collections.defaultdict(list, a=[1]), collections.deque([1], maxlen=3),"
+        " decimal.Decimal('1.10'), fractions.Fraction(1, 3), range(1, 9, 2), Tagged(5)]\n"
+        "def gen(n):\n    yield from range(n)\n"
+        "def fails():\n    assert False, 'inside'\n"
+    )
+    tests = [
+        "import collections, decimal, fractions\n"
+        "got = values()\n"
+        "want = [None, True, 3, 10 ** 5000, -0.0, float('inf'), 1 + 2j, 'é\\ud800', b'\\x00',"
+        " bytearray(b'ab'), (1, [2]), {(1, 2): {3}}, frozenset({4}),"
+        " collections.Counter('aab'), collections.OrderedDict(a=1),"
+        " collections.defaultdict(list, a=[1]), collections.deque([1], maxlen=3),"
+        " decimal.Decimal('1.10'), fractions.Fraction(1, 3), range(1, 9, 2), 5]\n"
+        "assert [type(g) for g in got] == [type(w) for w in want], [type(g) for g in got]\n"
+        "assert got == want and str(got[-4]) == '1.10' and str(got[4]) == '-0.0'\n"
+        "assert got[16].maxlen == 3 and got[15].default_factory is list",
+        "n = Node(1)\nn.next = Node(2)\n"
+        "assert n.v == 1 and n.next.v == 2 and len(n) == 7 and str(n) == 'node'\n"
+        "assert n == n and n != Node(1) and n.next is n.next",
+        "assert list(gen(3)) == [0, 1, 2] and 2 in gen(3) and 5 not in gen(3)\n"
+        "assert sorted(map(str, gen(2))) == ['0', '1']",
+        "fails()",
+    ]
+    (o,) = run_tests([(program, tests)], ExecLimits(timeout_s=20, cpu_s=10))
+    assert (o.failure, o.tests_passed, o.message) == ("assertion", 3, "AssertionError: inside"), o

@@ -332,3 +332,26 @@ def test_unsafe_exec_warns_what_it_gives_up(capsys, monkeypatch):
     warning = capsys.readouterr().err
     for gives_up in ("environment", "API key", "file", "network", "signals"):
         assert gives_up in warning, gives_up
+
+
+@pytest.mark.parametrize(
+    ("program", "test", "correct"),
+    [
+        # abs redefined to answer 0: the test passes it a value computed from the answer
+        ("def abs(x):\n    return 0\ndef f(x):\n    return 0.0", _CLOSE_TEST, False),
+        # a fake math module: the test reaches isclose through it
+        (
+            "class M:\n    def isclose(self, *a, **k):\n        return True\nmath = M()\n"
+            "def f(x):\n    return 0.0",
+            "assert math.isclose(f(2), 4.0)",
+            False,
+        ),
+        # MBPP 126's shape: the function under test is named like a builtin, called with
+        # literals: the program's definition is used
+        ("def sum(a, b):\n    return a * b", "assert sum(3, 5) == 15", True),
+    ],
+    ids=["abs", "math", "literal-sum"],
+)
+def test_a_redefined_builtin_or_module_sees_no_computed_value(program, test, correct):
+    verdict = _grade(program, [test])
+    assert verdict.correct is correct, verdict.judge_raw

@@ -83,8 +83,9 @@ class CodeGrader(Grader):
 
     Reference
         A list of test snippets (one string is one snippet). The extracted program runs
-        first, then each snippet in order in the same namespace; the first failing snippet
-        stops the run. HumanEval has one snippet (its ``check`` function called on the
+        first, then each snippet in order in one namespace holding the program's names
+        (data, or proxies to the program's process); the first failing snippet stops the
+        run. HumanEval has one snippet (its ``check`` function called on the
         entry point), MBPP one per ``assert``.
 
     Verdict
