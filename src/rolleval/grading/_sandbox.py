@@ -7,9 +7,9 @@ minimal environment (``PATH``, ``LANG``, ``HOME`` and ``TMPDIR`` = its private f
 (:mod:`._sandbox_boot`, whose docstring has the details) enters new mount, PID, network,
 IPC and UTS namespaces, builds a root holding only read-only ``/usr`` and the Python
 installation, and runs the program and the tests in two processes: the **candidate**
-(the program; nobody on the host, no capabilities, resource limits, its own PID and mount
-namespaces and private ``/tmp``) and the **harness** (the tests and the result channel,
-which the candidate cannot reach), which calls the program's functions through a
+(the program; nobody on the host, no capabilities, resource limits, its own PID namespace,
+a private ``/tmp``) and the **harness** (the tests and the result channel, which the
+candidate cannot reach), which calls the program's functions through a
 data-only channel. The judgement is the harness's report, read from a file descriptor
 only the harness holds.
 

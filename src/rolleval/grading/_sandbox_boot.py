@@ -12,23 +12,22 @@ Processes (``isolate``):
 
 * **boot** (this process, started by rolleval): enters new mount, PID, network, IPC and UTS
   namespaces. Run as root, it keeps the host's user namespace (it is root there) and drops
-  the supplementary groups; run as another user, it also enters a new user namespace that
-  maps that user to root. It forks the first process of the PID namespace and waits for it.
+  the supplementary groups; run as another user (or as a root that may not mount, which
+  first becomes nobody), it also enters a new user namespace that maps that user to root. It forks the first process of the PID namespace and waits for it.
 * **init** (PID 1): builds a new root filesystem, a small ``tmpfs`` holding only read-only
   bind mounts of ``/usr``, the Python installation, ``/etc/ld.so.cache``, a few ``/dev``
-  nodes and a fresh ``/proc``; nothing of the host's ``/run``, ``/var``, ``/tmp``, ``/home``,
-  ``/root``, ``/etc`` or sockets. It forks the two processes below, waits for both and
-  writes the candidate's exit status to the result channel.
-* **harness**: holds the tests (read from ``tests_fd``) and the result channel
-  (``result_fd``); runs as nobody (65534) without capabilities, not dumpable (no ptrace, no
-  ``/proc/<pid>/mem``). It runs the test snippets; every name the program defined is, in
-  the harness, a plain data value or a proxy whose calls go to the candidate process.
-* **candidate**: first process of its own PID namespace (it cannot see or signal the
-  harness or init) with its own mount namespace (a fresh ``/proc`` and a private
-  size-limited ``tmpfs`` on ``/tmp``, its working folder); run as nobody (65534) in a user
-  namespace of its own (so its process limit counts its own processes), no capabilities,
-  ``no_new_privs``, resource limits. It holds neither the tests nor the result channel: it
-  runs the program, then answers the harness's requests.
+  nodes, then a fresh ``/proc`` and the candidate's private size-limited ``tmpfs`` on
+  ``/tmp``; nothing of the host's ``/run``, ``/var``, ``/tmp``, ``/home``, ``/root``,
+  ``/etc`` or sockets. It forks the candidate, then becomes the **harness**: nobody
+  (65534) without capabilities, not dumpable (no ptrace, no ``/proc/<pid>/mem``), it reads
+  the tests (``tests_fd``, opened only now) and runs them, writing the report to the result
+  channel (``result_fd``). Every name the program defined is, in the harness, a plain data
+  value or a proxy whose calls go to the candidate process. Its exit ends the namespace.
+* **candidate**: first process of its own PID namespace (it cannot signal the harness),
+  working in ``/tmp``; run as nobody (65534) in a user namespace of its own (so its process
+  limit counts its own processes), no capabilities, ``no_new_privs``, resource limits. It
+  holds neither the tests nor the result channel: it runs the program, then answers the
+  harness's requests.
 
 Requests and answers are length-prefixed JSON. Values cross as data only: ``None``,
 ``bool``, ``int``, ``float``, ``complex``, ``str``, ``bytes``, ``bytearray``, lists, tuples,
@@ -45,7 +44,7 @@ The outcome goes to ``result_fd``, one JSON object a line: ``{"ready": true}`` f
 the harness's report ``{"stage": "tests", "tests_run": 3, "tests_passed": 2, "failure":
 "assertion", "message": "AssertionError: ..."}`` (``failure`` ``null``, ``syntax``,
 ``assertion`` or ``crash``; ``"candidate_ended": true`` when the candidate process ended
-before answering), then ``{"candidate_status": N}`` from init. A setup failure writes
+before answering), then, in that case, ``{"candidate_status": N}``. A setup failure writes
 ``{"sandbox_error": "..."}``. Without ``isolate`` (``--unsafe-exec``) the same processes
 run without namespaces, as the current user, in ``workdir``.
 """
@@ -183,8 +182,9 @@ def _bind(source, relative, *, directory=True):
     _mount(source, target, None, _MS_BIND | _MS_REC)
 
 
-def _build_root():
-    """Init process: a new root holding only what the interpreter needs, read-only."""
+def _build_root(limits):
+    """Init process: a new root holding only what the interpreter needs, read-only, and
+    the candidate's private size-limited /tmp."""
     _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
     _mount("tmpfs", _STAGE, "tmpfs", _MS_NOSUID | _MS_NODEV, "size=1m,mode=0755")
     _bind("/usr", "/usr")
@@ -210,7 +210,6 @@ def _build_root():
         os.symlink(target, f"{_STAGE}/dev/{name}")
     for name in ("proc", "tmp"):
         os.makedirs(f"{_STAGE}/{name}", exist_ok=True)
-    _mount("proc", _STAGE + "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
     os.chdir(_STAGE)
     _mount(_STAGE, "/", None, _MS_MOVE)
     os.chroot(".")
@@ -227,6 +226,10 @@ def _build_root():
         ),
         "mount_setattr(/, read-only, recursive)",
     )
+    # after the read-only pass: the candidate writes its user namespace's maps in /proc
+    _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
+    size = int(limits["tmp_mb"])
+    _mount("tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={size}m,mode=1777")
 
 
 def _drop_capabilities():
@@ -747,9 +750,10 @@ def _program_names(message, channel, tests):
     from builtins or the standard library is the program's only where the tests call it
     with literal arguments (:func:`_literal_calls_only`)."""
     names = {}
+    text = "\n".join(tests)
     for name, data in _need(message.get("names"), dict).items():
-        if not isinstance(name, str) or name.startswith("__"):
-            continue
+        if not isinstance(name, str) or name.startswith("__") or name not in text:
+            continue  # a name the tests never mention (a module the program imported...)
         module = data.get("mod") if isinstance(data, dict) else None
         reserved = hasattr(builtins, name) or name in sys.stdlib_module_names
         if isinstance(module, str):
@@ -827,52 +831,41 @@ def _redirect(fd, path, flags):
 
 
 def _harness(job, sock, out):
-    """Harness process body (never returns)."""
-    code = 0
+    """The harness's part (init once the candidate is started): drop privileges, run the
+    tests, write the report; the report, or None when a setup failure was written."""
+    if job["isolate"]:
+        if job["host_root"]:
+            _become_nobody()
+        _drop_capabilities()
+    _LIBC.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+    _set_limits(job["limits"], processes=False)
+    if hasattr(sys, "set_int_max_str_digits"):
+        sys.set_int_max_str_digits(0)
+    _redirect(0, os.devnull, os.O_RDONLY)
+    _redirect(1, os.devnull, os.O_WRONLY)
+    with os.fdopen(int(job["tests_fd"]), "rb") as fh:
+        tests = json.loads(fh.read())
+    channel = _Channel(sock)
     try:
-        if job["isolate"]:
-            if job["host_root"]:
-                _become_nobody()
-            _drop_capabilities()
-        _LIBC.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
-        _set_limits(job["limits"], processes=False)
-        if hasattr(sys, "set_int_max_str_digits"):
-            sys.set_int_max_str_digits(0)
-        _redirect(0, os.devnull, os.O_RDONLY)
-        _redirect(1, os.devnull, os.O_WRONLY)
-        with os.fdopen(int(job["tests_fd"]), "rb") as fh:
-            tests = json.loads(fh.read())
-        channel = _Channel(sock)
-        try:
-            setup = channel.receive()
-        except _CandidateEnded:
-            setup = {"setup": "the candidate process ended while it was being set up"}
-        if not isinstance(setup, dict) or setup.get("setup", "") is not None:
-            problem = setup.get("setup") if isinstance(setup, dict) else None
-            out.write(json.dumps({"sandbox_error": str(problem or "bad setup message")}) + "\n")
-            out.flush()
-            os._exit(3)
-        outcome = _run_tests(channel, [str(t) for t in tests])
-        out.write(json.dumps(outcome) + "\n")
+        setup = channel.receive()
+    except _CandidateEnded:
+        setup = {"setup": "the candidate process ended while it was being set up"}
+    if not isinstance(setup, dict) or setup.get("setup", "") is not None:
+        problem = setup.get("setup") if isinstance(setup, dict) else None
+        out.write(json.dumps({"sandbox_error": str(problem or "bad setup message")}) + "\n")
         out.flush()
-    except BaseException as exc:
-        try:
-            out.write(json.dumps({"harness_error": _describe(exc)}) + "\n")
-            out.flush()
-        finally:
-            code = 70
-    os._exit(code)
+        return None
+    outcome = _run_tests(channel, [str(t) for t in tests])
+    out.write(json.dumps(outcome) + "\n")
+    out.flush()
+    return outcome
 
 
 def _confine_candidate(job):
-    """The candidate's own mount namespace (fresh /proc, private /tmp), nobody, its own
-    user namespace, no capabilities, limits."""
+    """The candidate as nobody in a user namespace of its own, no capabilities, limits,
+    in its private /tmp."""
     workdir = job["workdir"]
     if job["isolate"]:
-        _unshare(_CLONE_NEWNS, "mount")
-        _mount("proc", "/proc", "proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC)
-        size = int(job["limits"]["tmp_mb"])
-        _mount("tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={size}m,mode=1777")
         workdir = "/tmp"
         if job["host_root"]:
             _become_nobody()
@@ -919,59 +912,57 @@ def _status(status):
     return 128 + os.WTERMSIG(status)
 
 
+def _candidate_status(pid, cpu_s):
+    """Wait for the candidate; its status, a CPU-limit kill shown as SIGXCPU (as its PID
+    namespace's first process, the kernel drops the soft limit's SIGXCPU and kills it with
+    SIGKILL at the hard limit)."""
+    while True:
+        try:
+            done, status, usage = os.wait4(pid, 0)
+        except ChildProcessError:
+            return None
+        if done == pid:
+            spent = usage.ru_utime + usage.ru_stime
+            if os.WIFSIGNALED(status) and spent >= cpu_s:
+                return 128 + signal.SIGXCPU
+            return _status(status)
+
+
 def _init(job, out):
-    """First process of the PID namespace (never returns): the root filesystem, then the
-    harness and the candidate; reap both, report the candidate's status, exit with the
-    harness's."""
+    """First process of the PID namespace (never returns): the root filesystem, the
+    candidate, then the harness's part here; its exit ends everything else."""
     try:
         if job["isolate"]:
-            _build_root()
+            _build_root(job["limits"])
+        harness_end, candidate_end = _channel_ends()
+        if job["isolate"]:
+            _unshare(_CLONE_NEWPID, "pid")
         out.write(json.dumps({"ready": True}) + "\n")
         out.flush()
-        harness_end, candidate_end = _channel_ends()
     except BaseException as exc:
         out.write(json.dumps({"sandbox_error": _describe(exc)}) + "\n")
         out.flush()
         os._exit(3)
     sys.stdout.flush()
     sys.stderr.flush()
-    harness = os.fork()
-    if harness == 0:
-        candidate_end.close()
-        _harness(job, harness_end, out)
-    harness_end.close()
-    os.close(int(job["tests_fd"]))
-    try:
-        if job["isolate"]:
-            _unshare(_CLONE_NEWPID, "pid")
-    except BaseException as exc:
-        out.write(json.dumps({"sandbox_error": _describe(exc)}) + "\n")
-        out.flush()
-        os._exit(3)  # the harness dies with this PID namespace
     candidate = os.fork()
     if candidate == 0:
         _candidate(job, candidate_end)
     candidate_end.close()
-    statuses = {}
-    while harness not in statuses or candidate not in statuses:
+    code = 0
+    try:
+        outcome = _harness(job, harness_end, out)
+        if outcome is not None and outcome.get("candidate_ended"):
+            status = _candidate_status(candidate, int(job["limits"]["cpu_s"]))
+            out.write(json.dumps({"candidate_status": status}) + "\n")
+            out.flush()
+    except BaseException as exc:
         try:
-            done, status, usage = os.wait4(-1, 0)
-        except ChildProcessError:
-            break
-        statuses[done] = _status(status)
-        # The candidate is its PID namespace's first process: the kernel drops the soft
-        # limit's SIGXCPU and kills it with SIGKILL at the hard limit.
-        spent = usage.ru_utime + usage.ru_stime
-        if done == candidate and os.WIFSIGNALED(status) and spent >= int(job["limits"]["cpu_s"]):
-            statuses[done] = 128 + signal.SIGXCPU
-        if done == harness and candidate not in statuses:
-            try:  # noqa: SIM105
-                os.kill(candidate, signal.SIGKILL)
-            except OSError:
-                pass
-    out.write(json.dumps({"candidate_status": statuses.get(candidate)}) + "\n")
-    out.flush()
-    os._exit(statuses.get(harness, 71))
+            out.write(json.dumps({"harness_error": _describe(exc)}) + "\n")
+            out.flush()
+        finally:
+            code = 70
+    os._exit(code)
 
 
 def main():
@@ -994,10 +985,13 @@ def main():
     os.close(int(job["tests_fd"]))
     while True:
         try:
-            done, status = os.waitpid(pid, 0)
+            done, status, usage = os.wait4(pid, 0)
         except ChildProcessError:
             os._exit(71)
-        if done == pid:
+        if done == pid:  # init is its namespace's first process too (see _candidate_status)
+            spent = usage.ru_utime + usage.ru_stime
+            if os.WIFSIGNALED(status) and spent >= int(job["limits"]["cpu_s"]):
+                os._exit(128 + signal.SIGXCPU)
             os._exit(_status(status))
 
 
