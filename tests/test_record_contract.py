@@ -16,6 +16,7 @@ from conftest import assert_run_valid, run_cli, run_config, write_math_task
 from rolleval import run_eval
 from rolleval.errors import DataError
 from rolleval.records import (
+    SCHEMA_VERSION,
     JudgementRecord,
     PromptRecord,
     RolloutRecord,
@@ -353,11 +354,14 @@ def test_files_written_by_the_first_schema_1_writers_read_as_schema_2(tmp_path):
     (task / "judgements.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in judgements))
     rd = RunDir.open(run)
     assert rd.info.segments[0].completed == 4 and rd.task_names() == ["t"]
-    assert rd.info.schema_version == 2 and rd.info.measurement == {"model": "m", "n_rollouts": 2}
+    assert rd.info.schema_version == SCHEMA_VERSION and rd.info.measurement == {
+        "model": "m",
+        "n_rollouts": 2,
+    }
     tf = rd.task("t")
     # every key, nulls included, as stored; the version lifted to the current one
-    assert tf.read_task() == {**_V1_TASK, "schema_version": 2}
-    assert tf.read_settings().schema_version == 2
+    assert tf.read_task() == {**_V1_TASK, "schema_version": SCHEMA_VERSION}
+    assert tf.read_settings().schema_version == SCHEMA_VERSION
     assert Profile.model_validate(_V1_PROFILE).rollouts.effective == 4
     assert tf.read_prompts().by_id["t/b"].reference == ["2", "two"]
     assert len(tf.read_judgements().effective) == 4

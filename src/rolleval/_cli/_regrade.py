@@ -4,17 +4,15 @@ import time
 
 import click
 
-from .._report._api import report_run
-from .._runner._regrade import regrade_run
 from .._sanitize import redact, terminal_safe
 from ._app import cli
-from ._options import unsafe_exec_option
+from ._options import task_option, unsafe_exec_option
 from ._unsafe import unsafe_exec_scope
 
 
 @cli.command("regrade")
 @click.argument("run", type=click.Path(file_okay=False, path_type=str))
-@click.option("--task", default=None, help="Regrade only this task.")
+@task_option("Regrade only this task (a name, or a task config file).")
 @click.option(
     "--workers",
     type=click.IntRange(min=0),
@@ -27,6 +25,9 @@ def regrade_cmd(run: str, task: str | None, workers: int | None, unsafe_exec: bo
 
     No model calls. The previous judgements are kept as judgements.prev.jsonl.
     """
+    from .._report._api import report_run
+    from .._runner._regrade import regrade_run
+
     last = [0.0]
 
     def progress(name: str, done: int, total: int) -> None:

@@ -7,10 +7,6 @@ import getpass
 import os
 from collections.abc import Iterator
 
-import click
-
-from ..grading._code import UNSAFE_EXEC_ENV
-
 __all__ = ["UNSAFE_EXEC_HELP", "unsafe_exec_scope", "unsafe_exec_warning"]
 
 UNSAFE_EXEC_HELP = (
@@ -42,6 +38,10 @@ def unsafe_exec_scope(enabled: bool) -> Iterator[None]:
     if not enabled:
         yield
         return
+    import click
+
+    from ..grading._code import UNSAFE_EXEC_ENV
+
     click.echo(unsafe_exec_warning(), err=True)
     previous = os.environ.get(UNSAFE_EXEC_ENV)
     os.environ[UNSAFE_EXEC_ENV] = "1"

@@ -29,6 +29,7 @@ __all__ = [
     "TIMEOUT_POLICIES",
     "InferenceSettings",
     "build_run_report",
+    "degenerate_bound",
     "health_counts",
     "per_problem_values",
     "pooled_rate",
@@ -256,7 +257,13 @@ def per_problem_values(
         sc = np.where(table.requested > 0, modal / np.maximum(table.requested, 1), np.nan)
         maj = np.where(np.isnan(maj) & (table.requested > 0), 0.0, maj)
     out["maj@n"] = (maj, {}, "no problem has a gradable rollout")
-    out["self_consistency"] = (sc, {}, "no problem has a gradable rollout")
+    if int(table.requested.max(initial=0)) < 2:
+        # one rollout a problem agrees with itself: 1.0 whatever was answered, not a measurement
+        sc = np.full(T, np.nan)
+        sc_reason = "needs at least 2 rollouts per problem (one rollout always agrees with itself)"
+    else:
+        sc_reason = "no problem has a gradable rollout"
+    out["self_consistency"] = (sc, {}, sc_reason)
 
     for k in family_ks:
         vals = _window_values(table, k, g)
@@ -321,8 +328,38 @@ def _intervals(
             }
             if res.reason:
                 entry["reason"] = res.reason
+            if (
+                res.status == "degenerate"
+                and res.low is not None
+                and not name.startswith("metrics.")
+            ):
+                entry.update(
+                    degenerate_bound(
+                        float(res.low),
+                        int((~np.isnan(columns[name])).sum()),
+                        inference.confidence_level,
+                    )
+                )
             out[name] = entry
     return out
+
+
+def degenerate_bound(value: float, n_problems: int, confidence_level: float) -> dict[str, Any]:
+    """The exact bound of a degenerate sample (every one of ``n_problems`` scored ``value``,
+    a metric in [0, 1]), as compare bounds a near-degenerate one (``docs/contract.md``,
+    "Equivalence needs a bound"): the share of problems that could score otherwise is at most
+    the one-sided Clopper-Pearson bound at ``1 - (1 - confidence_level) / 2`` for 0 of
+    ``n_problems`` observed, ``u = 1 - ((1 - confidence_level) / 2) ** (1 / n_problems)``; each
+    such problem moves the mean by at most ``value`` down or ``1 - value`` up."""
+    u = 1.0 - ((1.0 - confidence_level) / 2.0) ** (1.0 / n_problems)
+    return {
+        "bound_low": max(0.0, value - u * value),
+        "bound_high": min(1.0, value + u * (1.0 - value)),
+        "bound_method": (
+            f"exact: at most {u:.4f} of the problems score otherwise (Clopper-Pearson, 0 of "
+            f"{n_problems} seen), each by at most the metric's range [0, 1]"
+        ),
+    }
 
 
 def task_report(
@@ -441,7 +478,11 @@ def task_report(
         "score_key": score_key,
         "ks": ks,
         "taus": list(taus),
-        "problems": {"total": T, "with_gradable_rollout": int((n_gradable > 0).sum())},
+        "problems": {
+            "total": T,
+            "with_gradable_rollout": int((n_gradable > 0).sum()),
+            "complete": int((table.per_problem(np.ones(n_records, bool)) >= table.requested).sum()),
+        },
         "rollouts": rollouts,
         "metrics": metrics_out,
         "health": health,
@@ -479,6 +520,8 @@ def build_run_report(
         "model": (run.manifest.get("config") or {}).get("model"),
         "tasks": tasks,
     }
+    if run.manifest.get("sequential"):
+        report["sequential"] = run.manifest["sequential"]
     return report, [str(w.message) for w in caught]
 
 

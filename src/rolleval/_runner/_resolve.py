@@ -16,7 +16,7 @@ from typing import Any
 from ..client import SamplingParams
 from ..errors import UsageError
 from ..records import PromptRecord, SamplingSettings, TaskSettings, dump_record
-from ._config import RunConfig
+from ._config import RunConfig, is_task_file
 
 __all__ = ["PromptStore", "ResolvedTask", "resolve_tasks"]
 
@@ -162,7 +162,10 @@ def resolve_tasks(config: RunConfig) -> list[ResolvedTask]:
     for i, entry in enumerate(config.tasks):
         where = f"{config.source}: tasks[{i}]"
         try:
-            spec = get_task(entry) if isinstance(entry, str) else task_from_config(entry)
+            if isinstance(entry, str):
+                spec = task_from_config(entry) if is_task_file(entry) else get_task(entry)
+            else:
+                spec = task_from_config(entry)
         except UsageError as exc:  # a wrong task entry: name the config it is in
             raise UsageError(f"{where}: {exc}") from None
         if spec.name in names:

@@ -157,7 +157,8 @@ class Client:
         """``GET /models`` of every endpoint, in ``base_urls`` order, for provenance.
 
         One attempt each, no retries. Each item is ``{"endpoint": url, "models": [...]}``
-        (the ``data`` list as served) or ``{"endpoint": url, "error": "..."}``.
+        (the ``data`` list as served) or ``{"endpoint": url, "error": "..."}``, with
+        ``"unreachable": True`` when no connection could be made (refused, no such host).
         """
         self._update_auth()
         return list(await asyncio.gather(*(self._models_of(ep) for ep in self._endpoints)))
@@ -439,10 +440,11 @@ class Client:
             async with self._sem:
                 response = await _with_deadline(self._http.get(ep.models_url), timeout)
         except _ATTEMPT_ERRORS as exc:
-            return {
-                "endpoint": ep.base_url,
-                "error": self._redact(failure_from_exception(exc, timeout).message),
-            }
+            failure = failure_from_exception(exc, timeout)
+            out: dict[str, Any] = {"endpoint": ep.base_url, "error": self._redact(failure.message)}
+            if failure.kind == "connect":  # nothing listens there: no request can succeed
+                out["unreachable"] = True
+            return out
         if response.status_code != 200:
             failure = failure_from_status(response.status_code, response.headers, response.content)
             return {"endpoint": ep.base_url, "error": self._redact(failure.message)}

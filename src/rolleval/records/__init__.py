@@ -34,6 +34,9 @@ from ._files import (
     RunSummary,
     SamplingSettings,
     Segment,
+    SequentialDesign,
+    SequentialLook,
+    SequentialTask,
     TaskSettings,
 )
 from ._rules import (
@@ -86,6 +89,9 @@ __all__ = [
     "RunSummary",
     "SamplingSettings",
     "Segment",
+    "SequentialDesign",
+    "SequentialLook",
+    "SequentialTask",
     "TaskSettings",
     "Usage",
     "canonical_json",

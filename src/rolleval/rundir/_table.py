@@ -10,8 +10,10 @@ Effective-record rules (``docs/run-format.md``):
 * judgements: the first record for a (problem, index) wins; later ones are counted in
   ``n_duplicate_judgements`` and ignored;
 * a judgement for a problem that has no prompt record is a :class:`DataError`;
-* rollout indices at or beyond the requested ``n`` are counted (``n_unexpected``) and ignored;
-* a requested index with no judgement is *missing* (a harness failure, like an infra error).
+* rollout indices at or beyond the task's ``n_rollouts`` are counted (``n_unexpected``) and
+  ignored;
+* an index below ``n_rollouts`` with no judgement is *missing* (a harness failure, like an
+  infra error).
 """
 
 from __future__ import annotations
@@ -201,8 +203,8 @@ def build_task_table(
 ) -> TaskTable:
     """Build a :class:`TaskTable` from prompt records and judgement records (or their columns).
 
-    ``requested`` is the number of rollouts asked per problem; ``None`` (imported runs with no
-    declared ``n``) takes, per problem, one more than the largest index present.
+    ``requested`` is the task's ``n_rollouts`` (rollouts per problem); ``None`` (imported runs
+    declare none) takes, per problem, one more than the largest index present.
     """
     p_validated = False
     if isinstance(prompts, JsonlColumns):
