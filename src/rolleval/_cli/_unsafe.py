@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import getpass
 import os
 from collections.abc import Iterator
 
@@ -19,6 +18,8 @@ UNSAFE_EXEC_HELP = (
 
 def unsafe_exec_warning() -> str:
     """The warning ``--unsafe-exec`` prints: what unisolated code can do."""
+    import getpass
+
     try:
         user = getpass.getuser()
     except (KeyError, OSError):  # no name for this uid
