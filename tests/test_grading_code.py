@@ -6,6 +6,7 @@ import json
 import os
 import re
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -106,7 +107,16 @@ def test_failure_kinds_and_test_counts():
     assert "MemoryError" in _raw(memory)["message"]
 
 
-def _sandbox_processes() -> list[int]:
+def _sandbox_processes(wait_s: float = 5.0) -> list[int]:
+    """Sandbox children still alive after at most ``wait_s`` (a killed PID namespace is torn
+    down by the kernel asynchronously)."""
+    deadline = time.monotonic() + wait_s
+    while (alive := _sandbox_processes_now()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return alive
+
+
+def _sandbox_processes_now() -> list[int]:
     """Sandbox children started from this checkout (its own boot script's path), so that
     another checkout's tests running on the same machine are not counted."""
     from rolleval.grading._sandbox import _BOOT
@@ -137,6 +147,7 @@ def test_hostile_rollouts_are_contained_and_grading_goes_on():
         2: "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
         3: "import subprocess\nsubprocess.Popen(['sleep', '300'], start_new_session=True)\ndef f(x):\n    return 2 * x",
         4: "def f(x):\n    return 2 * x",
+        5: "open('/usr/rolleval-escape.txt', 'w').write('x')\ndef f(x):\n    return 2 * x",
     }
     grader = CodeGrader(timeout_s=2.0)
     verdicts = grader.grade_problem(
@@ -146,7 +157,11 @@ def test_hostile_rollouts_are_contained_and_grading_goes_on():
     target.unlink(missing_ok=True)
     assert not escaped
     assert _raw(verdicts[0])["failure"] == "crash" and "unreachable" in _raw(verdicts[0])["message"]
-    assert _raw(verdicts[1])["failure"] == "crash" and "Read-only" in _raw(verdicts[1])["message"]
+    # the host's folders are not in the sandbox at all; what is there is read-only
+    assert (
+        _raw(verdicts[1])["failure"] == "crash" and "No such file" in _raw(verdicts[1])["message"]
+    )
+    assert _raw(verdicts[5])["failure"] == "crash" and "Read-only" in _raw(verdicts[5])["message"]
     assert _raw(verdicts[2])["failure"] in ("timeout", "crash")
     # a detached child is killed with the PID namespace, the rollout itself passes
     assert verdicts[3].correct is True
@@ -168,7 +183,7 @@ def test_process_count_is_capped():
 
 
 def test_sandbox_failure_is_a_grader_error(monkeypatch):
-    monkeypatch.setattr(_sandbox, "_UNSHARE_ARGS", ("--no-such-option",))
+    monkeypatch.setattr(_sandbox, "_NAMESPACES", 0x1)  # no namespace flag: EINVAL
     verdicts = CodeGrader().grade_problem(["assert True"], [(0, "```python\nx = 1\n```")])
     v = verdicts[0]
     assert v.correct is None and v.grader_error.startswith("sandbox:")
@@ -247,13 +262,60 @@ def test_limits_are_applied():
         [
             (
                 "import resource\nlimits = [resource.getrlimit(r)[0] for r in "
-                "(resource.RLIMIT_CPU, resource.RLIMIT_AS, resource.RLIMIT_NPROC, resource.RLIMIT_FSIZE)]",
+                "(resource.RLIMIT_CPU, resource.RLIMIT_AS, resource.RLIMIT_NPROC, resource.RLIMIT_FSIZE)]\n"
+                "import os\nplace = (os.getcwd(), os.listdir('/tmp'), os.environ['HOME'])",
                 [
                     "assert limits == [3, 128 << 20, 7, 16 << 20], limits",
-                    "import os\nassert os.getcwd() == '/tmp' and os.listdir('/tmp') == []",
+                    "assert place == ('/tmp', [], '/tmp'), place",
                 ],
             )
         ],
         ExecLimits(timeout_s=5, cpu_s=3, memory_mb=128, processes=7),
     )
     assert o.passed, o.message
+
+
+def test_a_candidate_setup_failure_is_a_sandbox_outcome():
+    """The candidate process reports its setup before any of the program's code runs, so a
+    failure there (here: an impossible /tmp size) is the sandbox's, never the program's."""
+    (o,) = run_tests([("x = 1", ["assert x == 1"])], ExecLimits(timeout_s=10, tmp_mb=-1))
+    assert o.failure == "sandbox" and "mount tmpfs on /tmp" in o.message, o
+
+
+def test_values_cross_as_their_exact_data_types():
+    """Every data type of the channel arrives as itself (type and value), subclasses as their
+    base type; other objects are proxies that can be called, read, changed and iterated."""
+    program = (
+        "import collections, decimal, fractions\n"
+        "class Tagged(int):\n    pass\n"
+        "class Node:\n    def __init__(self, v):\n        self.v = v\n        self.next = None\n"
+        "    def __len__(self):\n        return 7\n    def __str__(self):\n        return 'node'\n"
+        "def values():\n"
+        "    return [None, True, 3, 10 ** 5000, -0.0, float('inf'), 1 + 2j, 'é\\ud800', b'\\x00',"
+        " bytearray(b'ab'), (1, [2]), {(1, 2): {3}}, frozenset({4}),"
+        " collections.Counter('aab'), collections.OrderedDict(a=1),"
+        " collections.defaultdict(list, a=[1]), collections.deque([1], maxlen=3),"
+        " decimal.Decimal('1.10'), fractions.Fraction(1, 3), range(1, 9, 2), Tagged(5)]\n"
+        "def gen(n):\n    yield from range(n)\n"
+        "def fails():\n    assert False, 'inside'\n"
+    )
+    tests = [
+        "import collections, decimal, fractions\n"
+        "got = values()\n"
+        "want = [None, True, 3, 10 ** 5000, -0.0, float('inf'), 1 + 2j, 'é\\ud800', b'\\x00',"
+        " bytearray(b'ab'), (1, [2]), {(1, 2): {3}}, frozenset({4}),"
+        " collections.Counter('aab'), collections.OrderedDict(a=1),"
+        " collections.defaultdict(list, a=[1]), collections.deque([1], maxlen=3),"
+        " decimal.Decimal('1.10'), fractions.Fraction(1, 3), range(1, 9, 2), 5]\n"
+        "assert [type(g) for g in got] == [type(w) for w in want], [type(g) for g in got]\n"
+        "assert got == want and str(got[-4]) == '1.10' and str(got[4]) == '-0.0'\n"
+        "assert got[16].maxlen == 3 and got[15].default_factory is list",
+        "n = Node(1)\nn.next = Node(2)\n"
+        "assert n.v == 1 and n.next.v == 2 and len(n) == 7 and str(n) == 'node'\n"
+        "assert n == n and n != Node(1) and n.next is n.next",
+        "assert list(gen(3)) == [0, 1, 2] and 2 in gen(3) and 5 not in gen(3)\n"
+        "assert sorted(map(str, gen(2))) == ['0', '1']",
+        "fails()",
+    ]
+    (o,) = run_tests([(program, tests)], ExecLimits(timeout_s=20, cpu_s=10))
+    assert (o.failure, o.tests_passed, o.message) == ("assertion", 3, "AssertionError: inside"), o

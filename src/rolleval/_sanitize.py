@@ -3,8 +3,9 @@
 Two jobs, both applied where text is written or printed:
 
 * :func:`redact` replaces every registered secret (the API key) in every form it can take
-  in an error message, a server's echo or a traceback: as is, as Python ``repr``/JSON
-  escapes it, URL-encoded, and base64-encoded at any byte alignment. The client registers
+  in an error message, a server's echo, a traceback or what model-written code printed: as
+  is, reversed, as Python ``repr``/JSON escapes it, URL-encoded, hex-encoded (either case),
+  and base64-encoded at any byte alignment. The client registers
   the key when it reads it (:func:`register_secret`), so the CLI's error path, ``show`` and
   the records all redact the same forms. Redaction happens before any truncation.
 * :func:`terminal_safe` makes model output and server error bodies inert on a terminal:
@@ -26,7 +27,9 @@ __all__ = [
     "redact",
     "redact_tail",
     "redact_value",
+    "register_forms",
     "register_secret",
+    "registered_forms",
     "secret_forms",
     "terminal_safe",
 ]
@@ -56,8 +59,12 @@ def secret_forms(secret: str) -> tuple[str, ...]:
     """Every form of ``secret`` :func:`redact` replaces, longest first."""
     if not secret:
         return ()
+    hexed = secret.encode("utf-8").hex()
     forms = {
         secret,
+        secret[::-1],
+        hexed,
+        hexed.upper(),
         repr(secret)[1:-1],
         ascii(secret)[1:-1],
         json.dumps(secret)[1:-1],
@@ -80,6 +87,19 @@ def register_secret(secret: str) -> None:
         return
     with _lock:
         _forms = tuple(sorted({*_forms, *new}, key=len, reverse=True))
+
+
+def registered_forms() -> tuple[str, ...]:
+    """Every form registered so far: what a worker process needs to redact the same way
+    (:func:`register_forms`)."""
+    return _forms
+
+
+def register_forms(forms: tuple[str, ...] | list[str]) -> None:
+    """Redact these forms (from :func:`registered_forms` of another process) too."""
+    global _forms
+    with _lock:
+        _forms = tuple(sorted({*_forms, *(f for f in forms if f)}, key=len, reverse=True))
 
 
 def redact(text: str) -> str:

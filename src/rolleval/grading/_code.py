@@ -23,7 +23,7 @@ from ._sandbox import ExecLimits, ExecOutcome, isolation_problem, run_tests
 
 __all__ = ["PARALLEL", "UNSAFE_EXEC_ENV", "CodeGrader", "extract_code", "unsafe_exec_allowed"]
 
-_LOGIC_VERSION = "1"
+_LOGIC_VERSION = "2"  # 2: tests in a harness process apart from the program (issue 20)
 #: Executions of one problem's programs at once (each grading worker runs its own).
 PARALLEL = 2
 
@@ -83,8 +83,9 @@ class CodeGrader(Grader):
 
     Reference
         A list of test snippets (one string is one snippet). The extracted program runs
-        first, then each snippet in order in the same namespace; the first failing snippet
-        stops the run. HumanEval has one snippet (its ``check`` function called on the
+        first, then each snippet in order in one namespace holding the program's names
+        (data, or proxies to the program's process); the first failing snippet stops the
+        run. HumanEval has one snippet (its ``check`` function called on the
         entry point), MBPP one per ``assert``.
 
     Verdict
@@ -98,14 +99,19 @@ class CodeGrader(Grader):
         different programs are equivalent.
 
     Isolation
-        Linux user, network, mount and PID namespaces (``unshare``), read-only mounts
-        but a private ``/tmp``, no capabilities, limits on CPU time, memory, processes and
-        file size, and a wall-clock deadline that kills the process group (see
-        :mod:`rolleval.grading._sandbox`). :meth:`check_available` refuses when the
-        isolation does not work here, unless ``ROLLEVAL_UNSAFE_EXEC=1``
+        The program runs as nobody (also when rolleval runs as root) with an explicit
+        minimal environment, in its own mount, PID, network, IPC and UTS namespaces, on a
+        root holding only read-only ``/usr`` and the Python installation plus a private
+        ``/tmp``, without capabilities, under limits on CPU time, memory, processes and
+        file size. The tests run in a separate harness process the program cannot reach;
+        they call the program's functions through a channel that carries data only, so
+        neither a forged report nor an object with a lying ``__eq__`` can pass. A
+        wall-clock deadline kills everything (see :mod:`rolleval.grading._sandbox` and
+        ``docs/tasks.md``, "Code execution", for the threat model). :meth:`check_available`
+        refuses when the isolation does not work here, unless ``ROLLEVAL_UNSAFE_EXEC=1``
         (``--unsafe-exec``): then, where isolation does not work, the code runs as the
-        current user with only the limits, the private folder and the group kill
-        (``judge_raw`` says ``"isolated": false``).
+        current user with only the limits, the private folder, the harness split and the
+        group kill (``judge_raw`` says ``"isolated": false``).
 
     Options: ``timeout_s`` (CPU seconds per execution, default 10, at most 60; the
     wall clock allows ``3 * timeout_s + 5`` seconds, for waits and a busy machine),

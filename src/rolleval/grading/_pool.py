@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
 
+from .._sanitize import registered_forms
 from ..errors import MissingDependencyError, RollevalError, RunError, UsageError
 from ._base import Grader, Verdict, check_rollouts, describe_exception, failed_all
 
@@ -50,11 +51,17 @@ MAX_DEFAULT_WORKERS = 8
 _WORKER_GRADER: Grader | None = None
 
 
-def _init_worker(parent_pid: int) -> None:
-    """Initializer of every worker process: die with the parent, leave signals to it."""
+def _init_worker(parent_pid: int, secret_forms: tuple[str, ...] = ()) -> None:
+    """Initializer of every worker process: die with the parent, leave signals to it, and
+    redact the secrets the parent registered (what a grader returns, e.g. the output of
+    model-written code, is redacted like everything else rolleval writes)."""
     for signum in (signal.SIGINT, signal.SIGTERM):
         signal.signal(signum, signal.SIG_IGN)
     _die_with_parent(parent_pid)
+    if secret_forms:
+        from .._sanitize import register_forms
+
+        register_forms(secret_forms)
 
 
 def _die_with_parent(parent_pid: int) -> None:
@@ -187,7 +194,7 @@ class _Slot:
             max_workers=1,
             mp_context=context,
             initializer=_init_worker,
-            initargs=(os.getpid(),),
+            initargs=(os.getpid(), registered_forms()),
         )
         self.created = time.monotonic()
         self.state = _STARTING

@@ -1,29 +1,33 @@
-"""Running untrusted Python tests in an isolated child process (parent side).
+"""Running untrusted Python tests in isolated child processes (parent side).
 
-Each execution is one child process started as::
+Each execution starts one process, ``<python> -S -s -P _sandbox_boot.py``, with an explicit
+minimal environment (``PATH``, ``LANG``, ``HOME`` and ``TMPDIR`` = its private folder,
+``PYTHONHASHSEED=0``, ``PYTHONDONTWRITEBYTECODE=1``; nothing of rolleval's own, so not in
+``/proc/self/environ`` either), in a new session (its own process group). The child
+(:mod:`._sandbox_boot`, whose docstring has the details) enters new mount, PID, network,
+IPC and UTS namespaces, builds a root holding only read-only ``/usr`` and the Python
+installation, and runs the program and the tests in two processes: the **candidate**
+(the program; nobody on the host, no capabilities, resource limits, its own PID namespace,
+a private ``/tmp``) and the **harness** (the tests and the result channel, which the
+candidate cannot reach), which calls the program's functions through a
+data-only channel. The judgement is the harness's report, read from a file descriptor
+only the harness holds.
 
-    unshare --user --map-root-user --net --mount --pid --fork --mount-proc \
-            --kill-child=SIGKILL  <python> -I -S _sandbox_boot.py
+At the wall-clock deadline the parent SIGKILLs the process group once and reaps the child
+(the PID namespace dies with its first process): the kill path costs milliseconds, not
+seconds. Without isolation (``--unsafe-exec``) it then kills what is left in the group
+for at most half a second.
 
-in a new session (its own process group). The child (:mod:`._sandbox_boot`) has no network
-(only a loopback interface that is down), sees every mount read-only except a private
-size-limited ``tmpfs`` on ``/tmp`` (its working folder), has no capabilities, and runs under
-CPU-time, address-space, process-count, file-size and open-file limits. At the wall-clock
-deadline the parent kills the whole process group; the end of the PID namespace's first
-process kills anything else the code started.
+What the child writes that rolleval stores (the stderr tail, messages) is redacted of every
+registered secret (:mod:`rolleval._sanitize`) before it is cut.
 
-Process count: ``RLIMIT_NPROC`` is counted per user namespace, so it bounds the sandbox's
-own processes, but the kernel does not enforce it when the real user is root. The child
-then also lowers the PID namespace's ``pid_max`` (Linux 6.14+), which caps how many
-processes can exist in it; on older kernels running as root, a fork bomb is stopped by the
-wall-clock deadline only.
-
-:func:`isolation_problem` probes once per process whether this works here (user
-namespaces can be disabled by the kernel, a container's seccomp profile or AppArmor).
+:func:`isolation_problem` probes once per process whether this works here (namespaces can
+be disabled by the kernel, a container's seccomp profile or AppArmor).
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -38,21 +42,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._sanitize import redact, redact_tail
+
 __all__ = ["ExecLimits", "ExecOutcome", "isolation_problem", "run_tests"]
 
 _BOOT = Path(__file__).with_name("_sandbox_boot.py")
-_UNSHARE_ARGS = (
-    "--user",
-    "--map-root-user",
-    "--net",
-    "--mount",
-    "--pid",
-    "--fork",
-    "--mount-proc",
-    "--kill-child=SIGKILL",
-)
+#: Namespaces the boot process enters (``CLONE_NEWNS | NEWPID | NEWNET | NEWIPC | NEWUTS``;
+#: a new user namespace too when rolleval does not run as root).
+_NAMESPACES = 0x00020000 | 0x20000000 | 0x40000000 | 0x08000000 | 0x04000000
 _TAIL = 2000
 _SIGNALS = {int(s) for s in signal.Signals}
+#: After the wall-clock limit: how long the kill path may wait for the group to be gone.
+_KILL_WAIT_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -120,20 +121,48 @@ class ExecOutcome:
         return out
 
 
-def _command(isolate: bool) -> list[str]:
-    python = [sys.executable, "-I", "-S", str(_BOOT)]
-    if not isolate:
-        return python
-    unshare = shutil.which("unshare") or "/usr/bin/unshare"
-    return [unshare, *_UNSHARE_ARGS, *python]
+def _interpreter() -> str:
+    """The real interpreter behind ``sys.executable`` (not a virtual environment's link):
+    the sandbox mounts its installation, and the boot script needs the standard library
+    only."""
+    base = getattr(sys, "_base_executable", None) or sys.executable
+    return os.path.realpath(base)
 
 
-def _kill_group(proc: subprocess.Popen[bytes], wait_s: float = 5.0) -> None:
-    """SIGKILL the child's process group until it is empty (or ``wait_s`` passed)."""
+def _command() -> list[str]:
+    # -S -s: no site-packages; -P (3.11+): not the script's folder on sys.path. Not -E/-I:
+    # the environment is rolleval's own minimal one, and PYTHONHASHSEED must apply.
+    flags = ["-S", "-s"] + (["-P"] if sys.version_info >= (3, 11) else [])
+    return [_interpreter(), *flags, str(_BOOT)]
+
+
+def _environment(home: str) -> dict[str, str]:
+    """The child's whole environment: nothing of rolleval's own reaches it."""
+    return {
+        "PATH": "/usr/bin:/bin",
+        "LANG": "C.UTF-8",
+        "HOME": home,
+        "TMPDIR": home,
+        "PYTHONHASHSEED": "0",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGKILL the child's process group once (its PID namespace goes with its first
+    process)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _empty_group(pgid: int, wait_s: float = _KILL_WAIT_S) -> None:
+    """Unsafe mode (no PID namespace): SIGKILL what is left in the group, for at most
+    ``wait_s`` (members that left the group, or zombies not yet reaped, are not waited
+    for)."""
     deadline = time.monotonic() + wait_s
     while True:
         try:
-            os.killpg(proc.pid, signal.SIGKILL)
+            os.killpg(pgid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             return
         if time.monotonic() >= deadline:
@@ -142,8 +171,22 @@ def _kill_group(proc: subprocess.Popen[bytes], wait_s: float = 5.0) -> None:
 
 
 def _read(fh: Any, limit: int = 1 << 20) -> str:
+    """The first ``limit`` bytes of ``fh``."""
     fh.seek(0)
     return fh.read(limit).decode("utf-8", errors="replace")
+
+
+def _read_end(fh: Any, limit: int = 1 << 20) -> str:
+    """The last ``limit`` bytes of ``fh`` (what output's tail is cut from)."""
+    size = fh.seek(0, os.SEEK_END)
+    fh.seek(max(0, size - limit))
+    return fh.read(limit).decode("utf-8", errors="replace")
+
+
+def _redacted_tail(text: str, size: int = _TAIL) -> str:
+    """The last ``size`` characters of ``text`` (output read to its very end), every
+    registered secret redacted before the cut, so no secret straddles it."""
+    return redact(text)[-size:]
 
 
 class _Running:
@@ -154,26 +197,32 @@ class _Running:
         self.isolate = isolate
         # closed in finish(), which every started execution reaches
         self.result = tempfile.TemporaryFile()  # noqa: SIM115
+        self.tests = tempfile.TemporaryFile()  # noqa: SIM115
         self.stdout = tempfile.TemporaryFile()  # noqa: SIM115
         self.stderr = tempfile.TemporaryFile()  # noqa: SIM115
+        self.tests.write(json.dumps(list(tests)).encode("utf-8"))
+        self.tests.flush()
+        self.tests.seek(0)
         self.workdir = None if isolate else tempfile.mkdtemp(prefix="rolleval-exec-")
         job = {
             "isolate": isolate,
+            "namespaces": _NAMESPACES,
             "workdir": self.workdir,
             "result_fd": self.result.fileno(),
+            "tests_fd": self.tests.fileno(),
             "solution": solution,
-            "tests": list(tests),
             "limits": limits.to_json(),
         }
         self.started = time.monotonic()
         self.proc = subprocess.Popen(
-            _command(isolate),
+            _command(),
             stdin=subprocess.PIPE,
             stdout=self.stdout,
             stderr=self.stderr,
-            pass_fds=(self.result.fileno(),),
+            pass_fds=(self.result.fileno(), self.tests.fileno()),
             start_new_session=True,
             cwd=self.workdir or "/",
+            env=_environment(self.workdir or "/tmp"),
         )
         assert self.proc.stdin is not None
         try:
@@ -192,25 +241,37 @@ class _Running:
             timed_out = True
             _kill_group(self.proc)
             code = self.proc.wait()
-        _kill_group(self.proc)  # anything left in the group (unsafe mode: no PID namespace)
+        if not self.isolate:
+            # No PID namespace: what the code left in the group. (Isolated, the killed
+            # namespace is torn down by the kernel within milliseconds; its first process's
+            # zombie, reparented to the machine's init, would keep a group kill
+            # "succeeding": retrying it until the wait ended cost 5 s before.)
+            _empty_group(self.proc.pid)
         seconds = time.monotonic() - self.started
         try:
             raw = _read(self.result).strip()
-            stderr = _read(self.stderr)
+            stderr = _read_end(self.stderr)
         finally:
-            for fh in (self.result, self.stdout, self.stderr):
+            for fh in (self.result, self.tests, self.stdout, self.stderr):
                 fh.close()
             if self.workdir is not None:
                 shutil.rmtree(self.workdir, ignore_errors=True)
         return _outcome(raw, code, timed_out, stderr, seconds, self.isolate)
 
 
-def _outcome(
-    raw: str, code: int, timed_out: bool, stderr: str, seconds: float, isolated: bool
-) -> ExecOutcome:
-    def make(failure: str | None, message: str | None, run=None, passed=None) -> ExecOutcome:
-        return ExecOutcome(failure, run, passed, message, isolated, seconds, stderr)
+def _ended(code: int | None) -> tuple[str, str]:
+    """Failure kind and message for a candidate process that ended with status ``code``
+    before the tests were done."""
+    if code == 128 + signal.SIGXCPU:
+        return "timeout", "CPU-time limit reached"
+    if code is not None and code > 128:
+        name = signal.Signals(code - 128).name if code - 128 in _SIGNALS else str(code - 128)
+        return "crash", f"killed by signal {name} before reporting its tests"
+    shown = "?" if code is None else code
+    return "crash", f"the program ended (exit {shown}) before reporting its tests"
 
+
+def _lines(raw: str) -> list[dict[str, Any]]:
     lines = []
     for line in raw.splitlines():
         try:
@@ -219,31 +280,47 @@ def _outcome(
             continue
         if isinstance(item, dict):
             lines.append(item)
-    ready = any(item.get("ready") for item in lines)
+    return lines
+
+
+def _outcome(
+    raw: str, code: int, timed_out: bool, stderr: str, seconds: float, isolated: bool
+) -> ExecOutcome:
+    tail = _redacted_tail(stderr)
+
+    def make(failure: str | None, message: str | None, run=None, passed=None) -> ExecOutcome:
+        message = redact_tail(message) if message else message  # cut at its end
+        return ExecOutcome(failure, run, passed, message, isolated, seconds, tail)
+
+    lines = _lines(raw)
     errors = [item["sandbox_error"] for item in lines if "sandbox_error" in item]
     if errors:
         return make("sandbox", f"sandbox setup failed: {errors[0]}")
-    if not ready:
+    if not any(item.get("ready") for item in lines):
         if timed_out:
             return make("sandbox", "the sandbox did not start before the wall-clock limit")
-        tail = " ".join(stderr.split())[-300:]
-        return make("sandbox", f"the sandbox did not start (exit {code}): {tail}")
+        short = " ".join(stderr.split())[-300:]
+        return make("sandbox", f"the sandbox did not start (exit {code}): {short}")
+    harness = [item["harness_error"] for item in lines if "harness_error" in item]
+    if harness:
+        return make("sandbox", f"the test harness failed: {harness[0]}")
     reports = [item for item in lines if "failure" in item]
     report = reports[-1] if reports else {}
+    statuses = [item["candidate_status"] for item in lines if "candidate_status" in item]
+    candidate = statuses[-1] if statuses and isinstance(statuses[-1], int) else None
     run, passed = report.get("tests_run"), report.get("tests_passed")
     if timed_out:
         return make("timeout", "killed at the wall-clock limit", run, passed)
-    if not report:
-        if code == 128 + signal.SIGXCPU:
-            return make("timeout", "CPU-time limit reached", run, passed)
-        if code > 128:
-            name = signal.Signals(code - 128).name if code - 128 in _SIGNALS else str(code - 128)
-            return make("crash", f"killed by signal {name} before reporting its tests")
-        return make("crash", f"the program ended (exit {code}) before reporting its tests")
-    failure = report.get("failure")
-    if failure not in (None, "syntax", "assertion", "crash"):
+    if not report:  # the harness itself was killed (its CPU time, memory)
+        failure, message = _ended(code)
+        return make(failure, message, run, passed)
+    if report.get("candidate_ended"):
+        failure, message = _ended(candidate)
+        return make(failure, message, run, passed)
+    kind = report.get("failure")
+    if kind not in (None, "syntax", "assertion", "crash"):
         return make("crash", f"unexpected harness report {raw[:200]!r}")
-    return make(failure, report.get("message"), run, passed)
+    return make(kind, report.get("message"), run, passed)
 
 
 def run_tests(
@@ -296,8 +373,6 @@ def isolation_problem() -> str | None:
     """
     if not sys.platform.startswith("linux"):
         return f"isolated execution needs Linux namespaces (this is {sys.platform})"
-    if shutil.which("unshare") is None and not Path("/usr/bin/unshare").exists():
-        return "the 'unshare' command (util-linux) is not installed"
     probe = (
         "import socket, os\n"
         "try:\n"

@@ -25,6 +25,7 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel, Field
 
+from .._sanitize import redact
 from ._base import RecordPart, StreamRecord
 
 __all__ = [
@@ -255,6 +256,10 @@ def dump_record(record: BaseModel) -> bytes:
     )
 
 
+def _redacted(text: Any) -> Any:
+    return redact(text) if isinstance(text, str) else text
+
+
 def make_judgement(
     rollout: RolloutRecord, verdict: Any, grader: str | None, split: Any = None
 ) -> JudgementRecord:
@@ -264,6 +269,9 @@ def make_judgement(
     otherwise an object with ``extracted``, ``correct``, ``cluster``, ``score``,
     ``grader_error`` and ``metrics`` attributes (:class:`rolleval.grading.Verdict`).
     ``split`` is the rollout's :class:`rolleval.grading.ThoughtSplit` (thought health).
+    Every registered secret is redacted from ``extracted``, ``grader_error`` and
+    ``judge_raw`` (:mod:`rolleval._sanitize`): graders store text that model-written code or
+    a judge produced.
     """
     usage = rollout.usage
     fields: dict[str, Any] = {
@@ -283,13 +291,13 @@ def make_judgement(
         )
     if verdict is not None:
         fields.update(
-            extracted=verdict.extracted,
+            extracted=_redacted(verdict.extracted),
             correct=verdict.correct,
             cluster=verdict.cluster,
             score=verdict.score,
-            grader_error=verdict.grader_error,
+            grader_error=_redacted(verdict.grader_error),
             metrics=dict(verdict.metrics) if verdict.metrics else {},
-            judge_raw=verdict.judge_raw,
+            judge_raw=_redacted(verdict.judge_raw),
             grader_usage=Usage(**verdict.grader_usage)
             if getattr(verdict, "grader_usage", None)
             else None,
