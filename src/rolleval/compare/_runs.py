@@ -184,8 +184,12 @@ def compare_frames(
     unmatched: Literal["error", "exclude"] = "error",
     require_provenance: bool = False,
     top: int = 10,
+    run_variance: float = 0.0,
 ) -> TaskComparison:
-    """Compare one task of two runs on one metric (see :func:`compare_runs`)."""
+    """Compare one task of two runs on one metric (see :func:`compare_runs`).
+
+    ``run_variance``: what run-level shocks add to the variance of the effect
+    (:attr:`PairedInput.run_variance`); 0 = the problem-level test alone."""
     metric = canonical_metric(metric)
     al = align_frames(
         baseline, candidate, unmatched=unmatched, require_provenance=require_provenance
@@ -211,6 +215,7 @@ def compare_frames(
         n_candidate=candidate.n[pc] if binomial else None,
         value_range=(0.0, 1.0) if _is_rate(metric) else None,
         clusters=clusters if any(c is not None for c in clusters) else None,
+        run_variance=run_variance,
     )
     stats: dict[str, Any] = {
         "alpha": alpha,
@@ -277,6 +282,43 @@ def compare_frames(
         warnings=warnings,
         forced_inconclusive=why is not None,
     )
+
+
+def _noise_by_task(
+    run_noise: str | os.PathLike[str] | Mapping[str, float] | None,
+) -> dict[str, float] | None:
+    if run_noise is None:
+        return None
+    if isinstance(run_noise, (str, os.PathLike)):
+        from ._noise import load_run_noise
+
+        return {t: float(rec["run_variance"]) for t, rec in load_run_noise(run_noise).items()}
+    out = {}
+    for t, v in run_noise.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
+            raise UsageError(f"run_noise[{t!r}] must be a number >= 0, got {v!r}")
+        out[t] = float(v)
+    return out
+
+
+def _noise_notes(noise: dict[str, float] | None, names: list[str]) -> list[str]:
+    from ._noise import VALIDITY_NOTE
+
+    if noise is None:
+        return [VALIDITY_NOTE]
+    notes = []
+    for t in names:
+        if t in noise:
+            notes.append(
+                f"{t}: interval and p-value include the measured run-level variance "
+                f"(2 x {noise[t]:.3g}: one run per side)"
+            )
+        else:
+            notes.append(
+                f"{t}: no measured run-level noise for this task: problem-level test alone "
+                "(assumes the problems of one run are independent)"
+            )
+    return notes
 
 
 @dataclass(frozen=True)
@@ -354,6 +396,7 @@ def compare_runs(
     require_provenance: bool = False,
     observe: bool = False,
     allow_incomplete: bool = False,
+    run_noise: str | os.PathLike[str] | Mapping[str, float] | None = None,
 ) -> CompareResult:
     """Compare a candidate run with a baseline (run directory or baseline file), task by task.
 
@@ -363,7 +406,14 @@ def compare_runs(
     otherwise; with ``observe`` always 0. Input errors raise ``UsageError`` (exit 2), also
     under ``observe`` when nothing could be compared; an incomplete run raises ``RunError``
     (exit 4) unless ``allow_incomplete``, and then the result carries its missing counts.
+
+    ``run_noise``: the endpoint's run-level variance of one run's mean per task (a mapping,
+    or a file from :func:`save_run_noise`), measured from A/A replicates. Each side is one
+    run, so the effect's variance gains twice it (:attr:`PairedInput.run_variance`).
+    Without it the result's ``reasons`` say what the problem-level test assumes
+    (:data:`VALIDITY_NOTE`).
     """
+    noise = _noise_by_task(run_noise)
     metric = canonical_metric(metric)
     by_baseline = load_frames(baseline)
     by_candidate = load_frames(candidate)
@@ -412,9 +462,11 @@ def compare_runs(
             power=power,
             unmatched=unmatched,
             require_provenance=require_provenance,
+            run_variance=2.0 * noise.get(t, 0.0) if noise is not None else 0.0,
         )
         for t in names
     ]
+    reasons.extend(_noise_notes(noise, names))
     if observe and all(r.comparison.n_problems == 0 for r in results):
         counts = "; ".join(f"{r.task}: {len(r.alignment.ids)} matched" for r in results)
         raise UsageError(
