@@ -170,7 +170,9 @@ def _scripted_run(
     table: dict[str, tuple[str, float]] = {}
     for i, rec in enumerate(_prompts(Path(args.out))):
         text = _prompt_text(rec["prompt"])
-        table[text] = (rec["reference"][0], probs.get(rec["problem_id"], _beta_rate(i)))
+        ref = rec["reference"]
+        ref = ref[0] if isinstance(ref, list) else str(ref)
+        table[text] = (ref, probs.get(rec["problem_id"], _beta_rate(i)))
 
     def responder(request: dict[str, Any]) -> tuple[str, str]:
         text = _prompt_text(request["messages"])
