@@ -47,6 +47,7 @@ import argparse
 import hashlib
 import itertools
 import json
+import math
 import os
 import random
 import subprocess
@@ -305,6 +306,8 @@ def pair_rates(v: np.ndarray, idx: np.ndarray) -> tuple[float, float]:
     """Regression and improvement rates over ordered pairs of distinct original seeds."""
     a, b = np.meshgrid(idx, idx, indexing="ij")
     keep = a != b
+    if not keep.any():
+        return math.nan, math.nan
     vals = v[a[keep], b[keep]]
     return float(np.mean(vals == -1)), float(np.mean(vals == 1))
 
@@ -344,7 +347,9 @@ def analyze_variant(
     out["pairs"] = k * (k - 1)
     out["false_regression"] = reg
     out["false_improvement"] = imp
-    out["se_regression"], out["se_improvement"] = (float(s) for s in boot.std(axis=0, ddof=1))
+    # an SE from a bootstrap over seeds needs at least 3 seeds (N/A below)
+    se = np.nanstd(boot, axis=0, ddof=1) if k >= 3 else np.array([math.nan, math.nan])
+    out["se_regression"], out["se_improvement"] = (float(x) for x in se)
     lower = v[np.triu_indices(k, 1)]
     out["unordered"] = {
         "pairs": int(lower.size),
@@ -388,6 +393,12 @@ def print_variant(r: dict[str, Any]) -> None:
     for word, key in (("regression", "false_regression"), ("improvement", "false_improvement")):
         rate = r[key]
         se = r["se_" + key.split("_")[1]]
+        if math.isnan(se):
+            print(
+                f"  A/A false {word}: {rate:.3f} over {r['pairs']} ordered pairs (SE N/A: "
+                "fewer than 3 seeds) [not checked]"
+            )
+            continue
         ok = "ok" if rate <= target + 2 * se else "ABOVE TARGET"
         print(
             f"  A/A false {word}: {rate:.3f} +- {se:.3f} over {r['pairs']} ordered pairs "
