@@ -120,7 +120,7 @@ def test_run_noise_rejects_bad_input(c: object, n: object, match: str) -> None:
 
 def test_adjustment_is_the_design_effect_on_interval_and_normal_score() -> None:
     effect, lo, hi, p, se, v = -0.03, -0.055, -0.004, 0.02, 0.013, 0.0002
-    res = run_level_adjustment(effect, lo, hi, p, se, v, 0.95)
+    res = run_level_adjustment(effect, lo, hi, p, se, run_variance=v)
     lam = math.sqrt(se**2 + v) / se
     assert res.inflation == pytest.approx(lam, rel=1e-15)
     assert res.se == pytest.approx(math.sqrt(se**2 + v), rel=1e-15)
@@ -132,7 +132,7 @@ def test_adjustment_is_the_design_effect_on_interval_and_normal_score() -> None:
 
 
 def test_adjustment_without_run_variance_changes_nothing() -> None:
-    assert run_level_adjustment(0.01, -0.02, 0.04, 0.4, 0.015, 0.0, 0.95) == (
+    assert tuple(run_level_adjustment(0.01, -0.02, 0.04, 0.4, 0.015, run_variance=0.0)) == (
         -0.02,
         0.04,
         0.4,
@@ -142,7 +142,9 @@ def test_adjustment_without_run_variance_changes_nothing() -> None:
 
 
 def test_adjustment_of_a_degenerate_sample_is_the_run_part_alone() -> None:
-    res = run_level_adjustment(-0.05, -0.05, -0.05, 0.0001, 0.0, 0.0004, 0.9)
+    res = run_level_adjustment(
+        -0.05, -0.05, -0.05, 0.0001, 0.0, run_variance=0.0004, confidence_level=0.9
+    )
     z = sps.norm.isf(0.05)
     assert res.ci_low == pytest.approx(-0.05 - z * 0.02) and res.ci_high == pytest.approx(
         -0.05 + z * 0.02

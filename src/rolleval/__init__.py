@@ -11,7 +11,8 @@ and may change.
 The commands of the CLI are thin layers over these functions: ``rolleval run`` is
 :func:`run_eval`, ``report`` :func:`report_run`, ``regrade`` :func:`regrade_run`, ``show``
 :func:`show_records`, ``compare`` :func:`compare_runs`, ``gate`` :func:`gate_run`,
-``baseline save`` :func:`save_baseline` and ``plan`` :func:`plan_runs`.
+``baseline save`` :func:`save_baseline`, ``plan`` :func:`plan_runs` and ``noise``
+:func:`measure_run_noise`.
 """
 
 from ._importers import import_run
@@ -21,7 +22,7 @@ from ._runner import RunOutcome, derive_seed, run_eval
 from ._runner._config import RunConfig, SamplingOverrides, build_config, load_config_file
 from ._runner._regrade import RegradeResult, regrade_run
 from ._version import __version__
-from .compare import compare_runs, gate_run, plan_runs, save_baseline
+from .compare import compare_runs, gate_run, measure_run_noise, plan_runs, save_baseline
 from .errors import (
     DataError,
     MissingDependencyError,
@@ -51,6 +52,7 @@ __all__ = [
     "gate_run",
     "import_run",
     "load_config_file",
+    "measure_run_noise",
     "plan_runs",
     "regrade_run",
     "report_run",

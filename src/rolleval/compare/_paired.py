@@ -966,7 +966,13 @@ def paired_compare(
     se_problems, pvalue, inflation = se, test.pvalue, 1.0
     if args.run_variance > 0 and ci_low is not None and ci_high is not None and se is not None:
         adj = run_level_adjustment(
-            effect, ci_low, ci_high, pvalue, se, args.run_variance, args.confidence_level
+            effect,
+            ci_low,
+            ci_high,
+            pvalue,
+            se,
+            run_variance=args.run_variance,
+            confidence_level=args.confidence_level,
         )
         ci_low, ci_high, pvalue, se, inflation = adj
         excludes = _excludes_zero(ci_low, ci_high, float(np.max(np.abs(d))))

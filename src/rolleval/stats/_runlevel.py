@@ -11,8 +11,8 @@ measure it (:func:`run_noise`); :func:`run_level_adjustment` widens a comparison
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import NamedTuple
 
 import numpy as np
 
@@ -124,6 +124,24 @@ def run_noise(c: object, n: object, *, confidence_level: float = 0.95) -> RunNoi
     rolleval.errors.UsageError
         If ``c``/``n`` are not 2-D integer arrays of one shape, ``k < 2``, ``T < 1``,
         ``n < 1`` or ``c`` outside ``[0, n]``, or ``confidence_level`` not in (0, 1).
+
+    References
+    ----------
+    .. [1] R. A. Fisher, *Statistical Methods for Research Workers*, 5th ed., Oliver &
+       Boyd, 1934 (the index of dispersion: variance against its binomial expectation,
+       referred to chi-square).
+    .. [2] S. R. Searle, G. Casella and C. E. McCulloch, *Variance Components*, Wiley,
+       1992 (method-of-moments estimates truncated at 0).
+
+    Examples
+    --------
+    >>> from rolleval.stats import run_noise
+    >>> c = [[3, 1, 0, 4], [1, 2, 0, 3], [4, 0, 1, 4]]   # 3 runs x 4 problems, 4 rollouts
+    >>> res = run_noise(c, [[4] * 4] * 3)
+    >>> res.n_runs, res.df, [round(m, 4) for m in res.run_means]
+    (3, 2, [0.5, 0.375, 0.5625])
+    >>> round(res.ratio, 3), round(res.pvalue, 3)
+    (0.951, 0.387)
     """
     cc, nn = _as_count_matrix(c, "c"), _as_count_matrix(n, "n")
     if cc.shape != nn.shape:
@@ -176,15 +194,26 @@ def run_noise(c: object, n: object, *, confidence_level: float = 0.95) -> RunNoi
     )
 
 
-class RunLevelAdjustment(NamedTuple):
-    """A comparison widened by run-level variance (see :func:`run_level_adjustment`)."""
+@dataclass(frozen=True)
+class RunLevelAdjustment:
+    """A comparison widened by run-level variance (see :func:`run_level_adjustment`).
+
+    Attributes
+    ----------
+    ci_low, ci_high, pvalue, se : float
+        The widened interval, p-value and standard error.
+    inflation : float
+        ``se_total / se`` (inf when ``se`` is 0 and the run variance is not).
+    """
 
     ci_low: float
     ci_high: float
     pvalue: float
     se: float
     inflation: float
-    """``se_total / se`` (inf when ``se`` is 0 and the run variance is not)."""
+
+    def __iter__(self) -> Iterator[float]:
+        return iter((self.ci_low, self.ci_high, self.pvalue, self.se, self.inflation))
 
 
 def run_level_adjustment(
@@ -193,8 +222,9 @@ def run_level_adjustment(
     ci_high: float,
     pvalue: float,
     se: float,
+    *,
     run_variance: float,
-    confidence_level: float,
+    confidence_level: float = 0.95,
 ) -> RunLevelAdjustment:
     """Widen a problem-level interval and p-value by a run-level variance of the effect.
 
@@ -211,6 +241,30 @@ def run_level_adjustment(
     When ``se`` is 0 (every paired difference equal) only the run part is left: the
     normal interval ``effect -/+ z * sqrt(run_variance)`` at ``confidence_level`` and
     ``p' = 2 * sf(|effect| / sqrt(run_variance))``.
+
+    The p-value never falls below ``pvalue``.
+
+    Raises
+    ------
+    rolleval.errors.UsageError
+        If an input is not finite, ``pvalue`` is outside [0, 1], ``se`` or
+        ``run_variance`` is negative, or ``confidence_level`` is not in (0, 1).
+
+    References
+    ----------
+    .. [1] J. N. K. Rao and A. J. Scott, "On chi-squared tests for multiway contingency
+       tables with cell proportions estimated from survey data", *Annals of Statistics*
+       12(1):46-60, 1984 (first-order correction by a design effect).
+    .. [2] L. Kish, *Survey Sampling*, Wiley, 1965 (the design effect).
+
+    Examples
+    --------
+    >>> from rolleval.stats import run_level_adjustment
+    >>> adj = run_level_adjustment(-0.04, -0.06, -0.02, 0.001, 0.01, run_variance=0.0003)
+    >>> round(adj.inflation, 4), round(adj.ci_low, 4), round(adj.ci_high, 4)
+    (2.0, -0.08, 0.0)
+    >>> round(adj.pvalue, 3)
+    0.1
     """
     for name, v in (("effect", effect), ("ci_low", ci_low), ("ci_high", ci_high)):
         if not math.isfinite(v):
