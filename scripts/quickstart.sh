@@ -17,6 +17,7 @@ cd "$(dirname "$0")/.."
 VERBOSE=${VERBOSE:-0}
 start=$(date +%s)
 if [ "$VERBOSE" = 1 ]; then bash scripts/setup.sh; else
+  echo "quickstart: setting up .venv (scripts/setup.sh; its output is shown only if it fails)" >&2
   bash scripts/setup.sh > /tmp/rolleval-setup.$$.log 2>&1 || { cat /tmp/rolleval-setup.$$.log >&2; exit 1; }
   rm -f /tmp/rolleval-setup.$$.log
 fi
@@ -31,7 +32,7 @@ RUN=(.venv/bin/rolleval run --model local --task copycolors --task common_knowle
      --limit "$LIMIT" -n 8 --concurrency 2)
 mkdir -p "$OUT"
 # The three runs are independent (each serves its own llama.cpp process), so they run side
-# by side; each prints its report when done.
+# by side; each writes its report to its log.
 echo "quickstart: three runs side by side (logs in $OUT/*.log): baseline (default serving)," \
      "candidate (same weights, rope_freq_scale 0.8), baseline-seed1 (baseline again, seed 1)" >&2
 "${RUN[@]}" --seed 0 --out "$OUT/baseline" > "$OUT/baseline.log" 2>&1 &
@@ -41,7 +42,7 @@ cand_pid=$!
 "${RUN[@]}" --seed 1 --out "$OUT/baseline-seed1" > "$OUT/baseline-seed1.log" 2>&1 &
 aa_pid=$!
 trap 'kill $base_pid $cand_pid $aa_pid 2>/dev/null || true' INT TERM
-progress() { grep "^rollouts" "$OUT/$1.log" 2>/dev/null | tail -n 1 || true; }
+progress() { grep -o "^rollouts [0-9]*/[0-9]*" "$OUT/$1.log" 2>/dev/null | tail -n 1 || true; }
 while kill -0 "$base_pid" 2>/dev/null || kill -0 "$cand_pid" 2>/dev/null || kill -0 "$aa_pid" 2>/dev/null; do
   sleep 60
   echo "quickstart: $(( ($(date +%s) - start) / 60 )) min: baseline $(progress baseline) | candidate $(progress candidate)" \
