@@ -24,6 +24,8 @@ problem id).
 :func:`regression_power`           chance of the regression verdict at a true drop
 :func:`run_noise`                  run-level variance from replicate runs (A/A)
 :func:`run_level_adjustment`       an interval and p-value widened by run-level variance
+:func:`betting_cs`                 anytime-valid confidence sequence of a bounded mean
+:func:`betting_capital`            its betting capital processes at one null mean
 =================================  ================================================
 
 Every function checks all its arguments before any work and raises
@@ -54,15 +56,27 @@ from ._se import (
     paired_variance_components,
     variance_components,
 )
+from ._sequence import (
+    BettingCapital,
+    ConfidenceSequence,
+    betting_bets,
+    betting_capital,
+    betting_cs,
+)
 
 __all__ = [
+    "BettingCapital",
     "BootstrapResult",
+    "ConfidenceSequence",
     "GroupedBootstrapResult",
     "PairedVarianceComponents",
     "RunLevelAdjustment",
     "RunNoise",
     "SignFlipResult",
     "VarianceComponents",
+    "betting_bets",
+    "betting_capital",
+    "betting_cs",
     "bootstrap_ci",
     "clt_se",
     "cluster_bootstrap_ci",
