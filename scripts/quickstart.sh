@@ -10,9 +10,17 @@
 # 1e-14): copycolors regresses and the overall verdict is regression (exit 1). Everything
 # else (common_knowledge, the A/A comparison) is shown, not asserted: rollouts differ across
 # CPUs and llama.cpp builds, and those outcomes are within chance of either verdict.
+# Quiet by default: a progress line a minute, then the summary last. The full reports are in
+# $OUT/*.log and $OUT/compare*.txt; VERBOSE=1 prints them too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+VERBOSE=${VERBOSE:-0}
+start=$(date +%s)
+if [ "$VERBOSE" = 1 ]; then bash scripts/setup.sh; else
+  echo "quickstart: setting up .venv (scripts/setup.sh; its output is shown only if it fails)" >&2
+  bash scripts/setup.sh > /tmp/rolleval-setup.$$.log 2>&1 || { cat /tmp/rolleval-setup.$$.log >&2; exit 1; }
+  rm -f /tmp/rolleval-setup.$$.log
+fi
 OUT=${OUT:-runs/quickstart}
 LIMIT=${LIMIT:-100}
 if [ -e "$OUT" ]; then
@@ -24,7 +32,7 @@ RUN=(.venv/bin/rolleval run --model local --task copycolors --task common_knowle
      --limit "$LIMIT" -n 8 --concurrency 2)
 mkdir -p "$OUT"
 # The three runs are independent (each serves its own llama.cpp process), so they run side
-# by side; each prints its report when done.
+# by side; each writes its report to its log.
 echo "quickstart: three runs side by side (logs in $OUT/*.log): baseline (default serving)," \
      "candidate (same weights, rope_freq_scale 0.8), baseline-seed1 (baseline again, seed 1)" >&2
 "${RUN[@]}" --seed 0 --out "$OUT/baseline" > "$OUT/baseline.log" 2>&1 &
@@ -34,10 +42,10 @@ cand_pid=$!
 "${RUN[@]}" --seed 1 --out "$OUT/baseline-seed1" > "$OUT/baseline-seed1.log" 2>&1 &
 aa_pid=$!
 trap 'kill $base_pid $cand_pid $aa_pid 2>/dev/null || true' INT TERM
-progress() { grep "^rollouts" "$OUT/$1.log" 2>/dev/null | tail -n 1 || true; }
+progress() { grep -o "^rollouts [0-9]*/[0-9]*" "$OUT/$1.log" 2>/dev/null | tail -n 1 || true; }
 while kill -0 "$base_pid" 2>/dev/null || kill -0 "$cand_pid" 2>/dev/null || kill -0 "$aa_pid" 2>/dev/null; do
-  sleep 15
-  echo "quickstart: baseline $(progress baseline) | candidate $(progress candidate)" \
+  sleep 60
+  echo "quickstart: $(( ($(date +%s) - start) / 60 )) min: baseline $(progress baseline) | candidate $(progress candidate)" \
        "| baseline-seed1 $(progress baseline-seed1)" >&2
 done
 rcs=()
@@ -45,9 +53,11 @@ for pid in "$base_pid" "$cand_pid" "$aa_pid"; do
   rc=0; wait "$pid" || rc=$?; rcs+=("$rc")
 done
 trap - INT TERM
-for side in baseline candidate baseline-seed1; do
-  echo; echo "=== $side ==="; grep -v "^rollouts [0-9]" "$OUT/$side.log" || true
-done
+if [ "$VERBOSE" = 1 ]; then
+  for side in baseline candidate baseline-seed1; do
+    echo; echo "=== $side ==="; grep -v "^rollouts [0-9]" "$OUT/$side.log" || true
+  done
+fi
 if [ "${rcs[*]}" != "0 0 0" ]; then
   echo "quickstart: a run failed (exit codes baseline, candidate, baseline-seed1: ${rcs[*]}); see $OUT/*.log" >&2
   exit 1
@@ -60,7 +70,11 @@ rc=$?
   --output "$OUT/compare-aa.json" --html "$OUT/compare-aa.html" > "$OUT/compare-aa.txt"
 aa_rc=$?
 set -e
-echo; echo "=== rolleval compare baseline candidate ==="; cat "$OUT/compare.txt"
-echo; echo "=== rolleval compare baseline baseline-seed1 ==="; cat "$OUT/compare-aa.txt"
-.venv/bin/python scripts/quickstart_check.py "$OUT/compare.json" "$rc" "$OUT/compare-aa.json" "$aa_rc"
-echo "quickstart: HTML reports $OUT/compare.html and $OUT/compare-aa.html; run directories in $OUT/"
+if [ "$VERBOSE" = 1 ]; then
+  echo; echo "=== rolleval compare baseline candidate ==="; cat "$OUT/compare.txt"
+  echo; echo "=== rolleval compare baseline baseline-seed1 ==="; cat "$OUT/compare-aa.txt"
+fi
+check=0
+.venv/bin/python scripts/quickstart_check.py "$OUT/compare.json" "$rc" "$OUT/compare-aa.json" "$aa_rc" \
+  "$(( $(date +%s) - start ))" "$OUT" || check=$?
+exit "$check"

@@ -1,6 +1,6 @@
 """The quickstart's checks: what must hold on any machine where rolleval works.
 
-Usage: ``python scripts/quickstart_check.py COMPARE_JSON EXIT_CODE [AA_JSON AA_EXIT_CODE]``
+Usage: ``python scripts/quickstart_check.py COMPARE_JSON EXIT_CODE [AA_JSON AA_EXIT_CODE [SECONDS OUT]]``
 
 Fixed seeds make llama.cpp repeat its rollouts on one machine, but not across CPUs and
 builds, so the exact figures differ from machine to machine. Only outcomes whose failure
@@ -26,9 +26,13 @@ Shown, never asserted:
 * common_knowledge. The same mis-serving cost about 3 points on one machine (p = 0.065,
   "inconclusive") and 5 points on another (p = 0.005, "regression"): its effect is about
   2-3 standard errors, so either verdict is what chance gives.
-* the A/A comparison (the baseline against a re-run with another seed). A working rolleval
-  calls a no-change comparison a regression in at most alpha / 2 = 2.5% of tasks, so
-  asserting "no regression" would fail on about 1 machine in 20 with two tasks.
+* the A/A comparison (the baseline against a re-run with another seed). Nothing changed, so
+  any verdict but a regression or an improvement is right; but each side is one run, and
+  the interval only sees the spread between problems within a run. On simulated runs a
+  no-change comparison is called a regression in about 2% of tasks; on this server issue 26
+  measured 12-17% false verdicts over 16-seed studies, and with one run per side rolleval
+  cannot tell whether run-level noise is present (its output says so). Seeds 0 and 1 give
+  the same rollouts on one machine, so the row shows the same verdict every time there.
 """
 
 from __future__ import annotations
@@ -77,26 +81,38 @@ def describe(result: dict[str, Any], exit_code: int) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) not in (2, 4):
+    if len(argv) not in (2, 4, 6):
         print(__doc__.splitlines()[2], file=sys.stderr)
         return 2
     result = json.loads(Path(argv[0]).read_text(encoding="utf-8"))
     rc = int(argv[1])
-    print("\nquickstart: baseline vs candidate (rope_freq_scale 0.8):")
+    if len(argv) == 6:
+        out = argv[5]
+        print(
+            f"\nquickstart: summary (full reports in {out}/*.log, {out}/compare.txt and "
+            f"{out}/compare-aa.txt; HTML {out}/compare.html, {out}/compare-aa.html)"
+        )
+    print("baseline vs candidate (same weights, rope_freq_scale 0.8):")
     print("\n".join(describe(result, rc)))
-    if len(argv) == 4:
+    if len(argv) >= 4:
         aa = json.loads(Path(argv[2]).read_text(encoding="utf-8"))
-        print("\nquickstart: baseline vs baseline re-run with another seed (no change made;")
-        print("  shown, not asserted: a no-change comparison is called a regression by chance")
-        print("  in at most 2.5% of tasks; the MDE is the smallest drop this size can detect):")
+        print("baseline vs baseline re-run with seed 1 (nothing changed; shown, not asserted):")
         print("\n".join(describe(aa, int(argv[3]))))
+        print(
+            "  one run per side: the interval sees only the spread between problems; if runs\n"
+            "  carry run-level noise it is too narrow and a no-change pair can be called a change"
+        )
     problems = check(result, rc)
     if problems:
         print("quickstart: EXPECTATION FAILED: " + "; ".join(problems), file=sys.stderr)
         return 1
+    took = ""
+    if len(argv) == 6:
+        secs = int(argv[4])
+        took = f"; the whole script took {secs // 60} min {secs % 60:02d} s"
     print(
-        f"\nquickstart: as expected: {ASSERTED_TASK} regression, overall regression "
-        f"(rolleval compare exit {rc})"
+        f"quickstart: as expected: {ASSERTED_TASK} regression, overall regression "
+        f"(rolleval compare exit {rc}){took}"
     )
     return 0
 

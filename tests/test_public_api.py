@@ -141,6 +141,7 @@ def test_every_cli_command_has_a_python_api():
         "gate": rolleval.gate_run,
         "baseline": rolleval.save_baseline,
         "plan": rolleval.plan_runs,
+        "noise": rolleval.measure_run_noise,
         "tasks": importlib.import_module("rolleval.tasks").list_tasks,
         "example": importlib.import_module("rolleval.testing._synthetic").write_synthetic_run,
         "import": rolleval.import_run,

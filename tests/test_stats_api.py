@@ -35,6 +35,8 @@ DATA_PARAMETERS = {
     "required_problems": ["delta"],
     "minimum_detectable_effect": ["n_problems"],
     "required_rollouts": ["delta", "n_problems"],
+    "run_noise": ["c", "n"],
+    "run_level_adjustment": ["effect", "ci_low", "ci_high", "pvalue", "se"],
 }
 
 

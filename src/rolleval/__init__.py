@@ -11,7 +11,8 @@ and may change.
 The commands of the CLI are thin layers over these functions: ``rolleval run`` is
 :func:`run_eval`, ``report`` :func:`report_run`, ``regrade`` :func:`regrade_run`, ``show``
 :func:`show_records`, ``compare`` :func:`compare_runs`, ``gate`` :func:`gate_run`,
-``baseline save`` :func:`save_baseline` and ``plan`` :func:`plan_runs`.
+``baseline save`` :func:`save_baseline`, ``plan`` :func:`plan_runs` and ``noise``
+:func:`measure_run_noise`.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ if TYPE_CHECKING:
     from ._runner import RunOutcome, derive_seed, run_eval
     from ._runner._config import RunConfig, SamplingOverrides, build_config, load_config_file
     from ._runner._regrade import RegradeResult, regrade_run
-    from .compare import compare_runs, gate_run, plan_runs, save_baseline
+    from .compare import compare_runs, gate_run, measure_run_noise, plan_runs, save_baseline
     from .rundir._show import show_records
 
 #: Names imported on first use (PEP 562), so that ``import rolleval`` (and so every CLI
@@ -56,6 +57,7 @@ _LAZY = {
     "regrade_run": "._runner._regrade",
     "compare_runs": ".compare",
     "gate_run": ".compare",
+    "measure_run_noise": ".compare",
     "plan_runs": ".compare",
     "save_baseline": ".compare",
     "show_records": ".rundir._show",
@@ -95,6 +97,7 @@ __all__ = [
     "gate_run",
     "import_run",
     "load_config_file",
+    "measure_run_noise",
     "plan_runs",
     "regrade_run",
     "report_run",

@@ -58,6 +58,14 @@ from ._options import (
     is_flag=True,
     help="Refuse runs without content hashes instead of aligning by id.",
 )
+@click.option(
+    "--run-noise",
+    "run_noise",
+    type=click.Path(path_type=str),
+    default=None,
+    help="Run-noise file from `rolleval noise` (A/A replicates of the endpoint): widen the "
+    "interval and p-value by the measured run-level variance.",
+)
 @observe_option
 @allow_incomplete_option
 @output_option
@@ -80,6 +88,7 @@ def compare_cmd(
     require_provenance: bool,
     observe: bool,
     allow_incomplete: bool,
+    run_noise: str | None,
     output: str | None,
     fmt: str,
 ) -> int:
@@ -112,6 +121,7 @@ def compare_cmd(
         require_provenance=require_provenance,
         observe=observe,
         allow_incomplete=allow_incomplete,
+        run_noise=run_noise,
         task_map=list(task_map) or None,
     )
     will_exit(res.exit_code)
@@ -148,3 +158,34 @@ def _sequential(baseline: str, candidate: str, fmt: str, output: str | None, run
         click.echo(sequential_summary(res.design))
         click.echo(f"verdict: {data['verdict']} (exit {data['exit_code']})")
     return int(res.exit_code)
+
+
+@cli.command("noise")
+@click.argument("runs", nargs=-1, required=True, type=click.Path(path_type=str))
+@output_option
+def noise_cmd(runs: tuple[str, ...], output: str | None) -> int:
+    """Measure an endpoint's run-level noise from A/A replicate RUNS (2 or more; 8+ advised).
+
+    The runs must differ only in the run seed. Prints per task the variance of pass@1
+    across runs against the binomial variance of independent rollouts (ratio, chi-square
+    p-value) and the run-level variance; --output writes the file `rolleval compare
+    --run-noise` reads.
+    """
+    from ..compare import measure_run_noise, save_run_noise
+
+    noise = measure_run_noise(list(runs))
+    for task, nz in noise.items():
+        ratio = "N/A (no problem between 0 and 1)" if nz.ratio is None else f"{nz.ratio:.2f}"
+        p = "N/A" if nz.pvalue is None else f"{nz.pvalue:.3g}"
+        click.echo(
+            f"{task}: {nz.n_runs} runs x {nz.n_problems} problems; pass@1 by run "
+            f"{', '.join(f'{m:.4f}' for m in nz.run_means)}; variance ratio {ratio} "
+            f"(chi2 df {nz.df}, p = {p}); run-level variance {nz.run_variance:.3g} "
+            f"(upper {nz.confidence_level:.0%} {nz.run_variance_upper:.3g})"
+        )
+    if output:
+        if os.path.dirname(output):
+            os.makedirs(os.path.dirname(output), exist_ok=True)
+        save_run_noise(output, noise, list(runs))
+        click.echo(f"run-noise file: {output}")
+    return 0

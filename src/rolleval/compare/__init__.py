@@ -14,6 +14,7 @@ run-level functions align run directories or baseline files and apply it.
 :func:`gate_run`           a policy of gating metrics and health limits
 :func:`save_baseline`      a compact baseline file for CI gating
 :func:`plan_runs`          problems and rollouts needed to detect an effect
+:func:`measure_run_noise`  an endpoint's run-level noise from A/A replicate runs
 =========================  ==========================================================
 """
 
@@ -24,6 +25,7 @@ from ._align import Alignment, align_frames
 from ._frame import HEALTH_METRICS, ProblemFrame, load_frames, metric_direction, save_baseline
 from ._gate import DEFAULT_POLICY, GateOutcome, gate_run, load_policy
 from ._movers import problem_movers
+from ._noise import VALIDITY_NOTE, load_run_noise, measure_run_noise, save_run_noise
 from ._paired import Comparison, PairedInput, paired_compare
 from ._plan import plan_runs
 from ._rule import (
@@ -42,6 +44,7 @@ __all__ = [
     "DEFAULT_POLICY",
     "GATE_VERDICTS",
     "HEALTH_METRICS",
+    "VALIDITY_NOTE",
     "Alignment",
     "CompareResult",
     "Comparison",
@@ -62,11 +65,14 @@ __all__ = [
     "holm",
     "load_frames",
     "load_policy",
+    "load_run_noise",
+    "measure_run_noise",
     "metric_direction",
     "paired_compare",
     "plan_runs",
     "problem_movers",
     "save_baseline",
+    "save_run_noise",
     "verdict_exit_code",
     "verdict_label",
 ]

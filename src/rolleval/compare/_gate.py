@@ -248,6 +248,9 @@ def gate_run(
         f"{i['missing_rollouts']} of {i['requested_rollouts']} rollouts missing); gated under --allow-incomplete"
         for i in incomplete
     ]
+    from ._noise import VALIDITY_NOTE
+
+    reasons.append(VALIDITY_NOTE)
     checks: list[dict[str, Any]] = []
     not_evaluated = [] if named else [t for t in fb if t not in pair_of]
     for t in not_evaluated:

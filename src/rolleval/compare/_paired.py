@@ -25,6 +25,7 @@ from ..stats import (
     sign_flip_test,
 )
 from ..stats._cluster import cluster_index
+from ..stats._runlevel import run_level_adjustment
 from ..stats._validate import (
     as_counts,
     check_n_resamples,
@@ -86,6 +87,12 @@ class PairedInput:
         One cluster label per problem (e.g. the MMLU subject), ``None`` entries being
         singletons. When the problems fall into fewer clusters than problems, the
         interval resamples clusters and the test flips signs per cluster.
+    run_variance : float, default 0.0
+        Variance that run-level shocks add to the effect (``mean(d)``), beyond what the
+        problems of one run show: ``v_baseline / k_baseline + v_candidate / k_candidate``
+        for run-level variances ``v`` of one run's mean and ``k`` replicate runs per side
+        (:func:`rolleval.stats.run_noise` measures ``v`` from A/A replicates). 0 = the
+        problems of a run are independent (the assumption of the problem-level test).
     """
 
     baseline: np.ndarray
@@ -97,6 +104,7 @@ class PairedInput:
     n_candidate: np.ndarray | None = None
     value_range: tuple[float, float] | None = None
     clusters: Sequence[Any] | None = None
+    run_variance: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -166,6 +174,11 @@ class Comparison:
         The interval lies entirely above or entirely below 0.
     reason : str
         One-line explanation of the verdict.
+    run_variance : float
+        The run-level variance of the effect the interval and p-value include
+        (``inp.run_variance``; 0 = the problem-level test alone).
+    inflation : float
+        ``se / se_problems``: how much the run-level variance widened the SE (1 without).
     """
 
     verdict: ComparisonVerdict
@@ -199,6 +212,8 @@ class Comparison:
     significant: bool
     ci_excludes_zero: bool
     reason: str
+    run_variance: float = 0.0
+    inflation: float = 1.0
 
     @property
     def label(self) -> str:
@@ -242,6 +257,7 @@ class _CompareArgs(NamedTuple):
     value_span: float  # high - low of value_range; inf when unknown
     clusters: np.ndarray | None  # cluster position of each kept problem, or None
     n_clusters: int | None
+    run_variance: float  # added to Var(effect) by run-level shocks (0 = none)
 
 
 def _values(x: object, name: str) -> np.ndarray:
@@ -372,6 +388,9 @@ def _validate_paired_compare(
                 f"`inp.value_range` must be None or (low, high) with low < high; got {vr!r}"
             )
         value_span = float(vr[1]) - float(vr[0])
+    rv = inp.run_variance
+    if not is_real(rv) or not math.isfinite(rv) or rv < 0:
+        raise UsageError(f"`inp.run_variance` must be a finite number >= 0; got {describe(rv)}")
     keep = np.isfinite(baseline) & np.isfinite(candidate)
     if counts is not None:
         counts = _Counts(*(a[keep] for a in counts))
@@ -402,6 +421,7 @@ def _validate_paired_compare(
         value_span=value_span,
         clusters=clusters,
         n_clusters=n_clusters,
+        run_variance=float(rv),
     )
 
 
@@ -536,12 +556,30 @@ def _power(
         return _Power(None, None, None, "MDE not estimable with fewer than 2 problems", "none")
     if mde == 0.0:
         notes.append("every paired difference is equal: the observed variance is 0")
+    v = args.run_variance
+    if v > 0:
+        mde = math.sqrt(mde * mde + z * z * v)
+        notes.append(
+            f"the MDE includes the run-level variance of the effect: sqrt(MDE_problems^2 + "
+            f"z^2 * {v:.4g})"
+        )
 
     if verdict not in ("inconclusive", "insufficient_evidence"):
         return _Power(mde, None, None, "; ".join(notes), path)
     if tau == 0.0:
         notes.append("threshold 0: no finite sample has power against a drop of size 0")
         return _Power(mde, None, None, "; ".join(notes), path)
+    tau_plan = tau
+    if v > 0:
+        room = tau * tau - z * z * v
+        if room <= 0:
+            notes.append(
+                "the run-level variance alone keeps the MDE above the threshold: no number of "
+                "problems or rollouts in one run per side reaches it; compare replicate runs "
+                "per side or reduce the endpoint's run-level noise"
+            )
+            return _Power(mde, None, None, "; ".join(notes), path)
+        tau_plan = math.sqrt(room)
 
     if kw is None:
         var_d = 0.0 if se is None else se * se * t
@@ -554,7 +592,7 @@ def _power(
         }
     else:
         kw_problems = kw
-    needed_problems = required_problems(tau, **kw_problems, alpha=alpha, power=power)
+    needed_problems = required_problems(tau_plan, **kw_problems, alpha=alpha, power=power)
     if bound is not None:
         if bound.needed_problems is None:
             notes.append(
@@ -594,7 +632,7 @@ def _power(
         notes.append("needed_rollouts: a near-degenerate sample needs more problems")
     else:
         needed_rollouts = required_rollouts(
-            tau,
+            tau_plan,
             t,
             omega2=kw["omega2"],
             sigma2_baseline=kw["sigma2_baseline"],
@@ -934,10 +972,27 @@ def paired_compare(
     else:
         ci_low = ci_high = None
         excludes = False
-    significant = bool(excludes and test.pvalue <= args.alpha)
+    se_problems, pvalue, inflation = se, test.pvalue, 1.0
+    if args.run_variance > 0 and ci_low is not None and ci_high is not None and se is not None:
+        adj = run_level_adjustment(
+            effect,
+            ci_low,
+            ci_high,
+            pvalue,
+            se,
+            run_variance=args.run_variance,
+            confidence_level=args.confidence_level,
+        )
+        ci_low, ci_high, pvalue, se, inflation = adj
+        excludes = _excludes_zero(ci_low, ci_high, float(np.max(np.abs(d))))
+        method += (
+            f"; interval and p-value widened by a run-level variance of the effect of "
+            f"{args.run_variance:.4g} (design effect {inflation:.4g} on the SE)"
+        )
+    significant = bool(excludes and pvalue <= args.alpha)
     bound = _exact_bound(d, args) if t >= 2 else None
     # first pass: the verdict without the MDE condition, to know whether power matters
-    mde_probe = _power(args, d, se, "equivalent_within_threshold", None).mde
+    mde_probe = _power(args, d, se_problems, "equivalent_within_threshold", None).mde
     mde_ok = mde_probe is not None and _at_most(mde_probe, args.threshold)
     why_unbounded: str | None = None
     if too_few is not None:
@@ -984,12 +1039,12 @@ def paired_compare(
             effect,
             ci_low,
             ci_high,
-            test.pvalue,
+            pvalue,
             args.threshold,
             why_unbounded,
             alpha=args.alpha,
         )
-    plan = _power(args, d, se, verdict, bound)
+    plan = _power(args, d, se_problems, verdict, bound)
     return Comparison(
         verdict=verdict,
         exit_code=verdict_exit_code(verdict),
@@ -999,8 +1054,8 @@ def paired_compare(
         ci_status=ci_status,
         bound_low=None if bound is None else bound.low,
         bound_high=None if bound is None else bound.high,
-        pvalue=test.pvalue,
-        pvalue_exact=test.exact,
+        pvalue=pvalue,
+        pvalue_exact=test.exact and args.run_variance == 0,
         se=se,
         mde=plan.mde,
         needed_problems=plan.needed_problems,
@@ -1010,5 +1065,7 @@ def paired_compare(
         significant=significant,
         ci_excludes_zero=excludes,
         reason=reason,
+        run_variance=args.run_variance,
+        inflation=inflation,
         **common,
     )

@@ -192,9 +192,13 @@ def compare_frames(
     unmatched: Literal["error", "exclude"] = "error",
     require_provenance: bool = False,
     top: int = 10,
+    run_variance: float = 0.0,
     pair: TaskPair | None = None,
 ) -> TaskComparison:
-    """Compare one task of two runs on one metric (see :func:`compare_runs`)."""
+    """Compare one task of two runs on one metric (see :func:`compare_runs`).
+
+    ``run_variance``: what run-level shocks add to the variance of the effect
+    (:attr:`PairedInput.run_variance`); 0 = the problem-level test alone."""
     metric = canonical_metric(metric)
     try:
         al = align_frames(
@@ -227,6 +231,7 @@ def compare_frames(
         n_candidate=candidate.n[pc] if binomial else None,
         value_range=(0.0, 1.0) if _is_rate(metric) else None,
         clusters=clusters if any(c is not None for c in clusters) else None,
+        run_variance=run_variance,
     )
     stats: dict[str, Any] = {
         "alpha": alpha,
@@ -296,6 +301,43 @@ def compare_frames(
         forced_inconclusive=why is not None,
         pair=pair if pair is not None and pair.by != "name" else None,
     )
+
+
+def _noise_by_task(
+    run_noise: str | os.PathLike[str] | Mapping[str, float] | None,
+) -> dict[str, float] | None:
+    if run_noise is None:
+        return None
+    if isinstance(run_noise, (str, os.PathLike)):
+        from ._noise import load_run_noise
+
+        return {t: float(rec["run_variance"]) for t, rec in load_run_noise(run_noise).items()}
+    out = {}
+    for t, v in run_noise.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not v >= 0:
+            raise UsageError(f"run_noise[{t!r}] must be a number >= 0, got {v!r}")
+        out[t] = float(v)
+    return out
+
+
+def _noise_notes(noise: dict[str, float] | None, names: list[str]) -> list[str]:
+    from ._noise import VALIDITY_NOTE
+
+    if noise is None:
+        return [VALIDITY_NOTE]
+    notes = []
+    for t in names:
+        if t in noise:
+            notes.append(
+                f"{t}: interval and p-value include the measured run-level variance "
+                f"(2 x {noise[t]:.3g}: one run per side)"
+            )
+        else:
+            notes.append(
+                f"{t}: no measured run-level noise for this task: problem-level test alone "
+                "(assumes the problems of one run are independent)"
+            )
+    return notes
 
 
 def thought_warning(health: Mapping[str, Mapping[str, Any]]) -> list[str]:
@@ -398,6 +440,7 @@ def compare_runs(
     require_provenance: bool = False,
     observe: bool = False,
     allow_incomplete: bool = False,
+    run_noise: str | os.PathLike[str] | Mapping[str, float] | None = None,
     task_map: Mapping[str, str] | list[str] | None = None,
 ) -> CompareResult:
     """Compare a candidate run with a baseline (run directory or baseline file), task by task.
@@ -413,7 +456,14 @@ def compare_runs(
     explicitly, and a baseline task with no counterpart of its name pairs with the candidate
     task whose problems match its own by content hash (the result says so). The result's
     ``changed`` lists the recorded settings that differ between the sides.
+
+    ``run_noise``: the endpoint's run-level variance of one run's mean per task (a mapping,
+    or a file from :func:`save_run_noise`), measured from A/A replicates. Each side is one
+    run, so the effect's variance gains twice it (:attr:`PairedInput.run_variance`).
+    Without it the result's ``reasons`` say what the problem-level test assumes
+    (:data:`VALIDITY_NOTE`).
     """
+    noise = _noise_by_task(run_noise)
     metric = canonical_metric(metric)
     from ._seqruns import refuse_sequential
 
@@ -461,8 +511,10 @@ def compare_runs(
             unmatched=unmatched,
             require_provenance=require_provenance,
             pair=pair,
+            run_variance=2.0 * noise.get(pair.baseline, 0.0) if noise is not None else 0.0,
         )
         results.append(tc)
+    reasons.extend(_noise_notes(noise, [p.baseline for p in pairs]))
     changed = what_changed(
         side_record(baseline, {t: fr.settings for t, fr in by_baseline.items()}),
         side_record(candidate, {t: fr.settings for t, fr in by_candidate.items()}),

@@ -22,6 +22,8 @@ problem id).
 :func:`minimum_detectable_effect`  smallest detectable difference at T problems
 :func:`required_rollouts`          rollouts per problem needed at T problems
 :func:`regression_power`           chance of the regression verdict at a true drop
+:func:`run_noise`                  run-level variance from replicate runs (A/A)
+:func:`run_level_adjustment`       an interval and p-value widened by run-level variance
 :func:`betting_cs`                 anytime-valid confidence sequence of a bounded mean
 :func:`betting_capital`            its betting capital processes at one null mean
 =================================  ================================================
@@ -44,6 +46,7 @@ from ._power import (
     required_problems,
     required_rollouts,
 )
+from ._runlevel import RunLevelAdjustment, RunNoise, run_level_adjustment, run_noise
 from ._se import (
     PairedVarianceComponents,
     VarianceComponents,
@@ -67,6 +70,8 @@ __all__ = [
     "ConfidenceSequence",
     "GroupedBootstrapResult",
     "PairedVarianceComponents",
+    "RunLevelAdjustment",
+    "RunNoise",
     "SignFlipResult",
     "VarianceComponents",
     "betting_bets",
@@ -86,6 +91,8 @@ __all__ = [
     "regression_power",
     "required_problems",
     "required_rollouts",
+    "run_level_adjustment",
+    "run_noise",
     "sign_flip_test",
     "variance_components",
 ]

@@ -1,0 +1,462 @@
+"""Real-server calibration of ``rolleval compare`` (issue 26): is a no-change comparison on
+the embedded model called a change more often than the contract promises, and why?
+
+Runs of one configuration that differ only in the run seed are A/A replicates. For each
+*variant* of serving this script reports, over its replicate runs (``--limit`` problems of
+``common_knowledge`` x ``-n`` rollouts, the issue's design):
+
+* the variance of pass@1 across seeds against the binomial variance of independent
+  rollouts (:func:`rolleval.stats.run_noise`: ratio, chi-square p-value), a permutation
+  p-value that needs no binomial model (seed labels permuted within each problem), the
+  ratio with each seed left out (is it one outlier seed?), each problem's own ratio and
+  the share of the variance that is covariance between problems;
+* the A/A false-verdict rate of ``compare_frames`` (what ``rolleval compare`` runs per
+  task) over all ordered seed pairs (baseline a, candidate b), per direction, with an SE
+  from a bootstrap over seeds (seeds resampled with replacement, pairs of one seed with
+  itself left out), against the target alpha/2 + 2 SE per direction.
+
+Variants:
+
+``main``      ``rolleval run --model local`` as a user runs it (a fresh
+              ``rolleval._local._serve`` per run, prompt/KV prefix reuse on);
+``nocache``   the same server with the KV prefix reuse off (``bench/_fresh_serve.py``:
+              every request evaluates its prompt from scratch);
+``llamacpp``  llama-cpp-python's own ``python -m llama_cpp.server``;
+``scripted``  the control: ``rolleval.testing.OpenAIServer`` answering each rollout
+              correctly with probability p_i (the pooled rate of problem i over the
+              ``main`` runs found, else Beta(0.5, 2) draws), an independent draw per
+              rollout from its seed; it must show no excess.
+
+Replay (``replay``): rollouts of a stored run asked again one by one, in shuffled order,
+each with its stored seed, against a fresh server of a variant; reports how many come back
+identical. Identical answers mean the variant cannot change any statistic of those runs.
+
+    python bench/realmodel_calibration.py run --variant main --seeds 100-115 [--jobs 2]
+    python bench/realmodel_calibration.py replay --run DIR --variant nocache --k 60
+    python bench/realmodel_calibration.py run --variant scripted --seeds 0-31
+    python bench/realmodel_calibration.py analyze [--json out.json]
+
+Runs go to ``--out`` (default ``runs/realmodel``) as ``<variant>/seed-<S>``; a finished
+run is reused, so the study can be resumed and extended seed by seed. Never pick seeds:
+give a contiguous range fixed before looking.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import math
+import os
+import random
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rolleval.compare import compare_frames
+from rolleval.compare._frame import frames_from_run
+from rolleval.stats import run_noise
+
+TASK = "common_knowledge"
+ALPHA = 0.05
+VARIANTS = ("main", "nocache", "llamacpp", "scripted")
+BENCH = Path(__file__).resolve().parent
+ROLLEVAL = [sys.executable, "-m", "rolleval"]
+
+
+def parse_seeds(text: str) -> list[int]:
+    out: list[int] = []
+    for part in text.split(","):
+        if "-" in part:
+            lo, hi = part.split("-")
+            out.extend(range(int(lo), int(hi) + 1))
+        else:
+            out.append(int(part))
+    return out
+
+
+# ----------------------------------------------------------------------- runs
+
+
+def _server_module(variant: str) -> str:
+    return {"nocache": "_fresh_serve", "llamacpp": "llama_cpp.server"}[variant]
+
+
+def _run_args(args: argparse.Namespace, seed: int, out: Path) -> list[str]:
+    return [
+        "run",
+        "--task",
+        TASK,
+        "--limit",
+        str(args.limit),
+        "-n",
+        str(args.rollouts),
+        "--concurrency",
+        "2",
+        "--seed",
+        str(seed),
+        "--no-progress",
+        "--out",
+        str(out),
+    ]
+
+
+def _done(path: Path) -> bool:
+    try:
+        return json.loads((path / "manifest.json").read_text()).get("status") == "completed"
+    except (OSError, ValueError):
+        return False
+
+
+def run_one(args: argparse.Namespace, variant: str, seed: int, probs: dict[str, float]) -> str:
+    out = Path(args.out) / variant / f"seed-{seed}"
+    if _done(out):
+        return f"{variant} seed {seed}: reused"
+    if out.exists():
+        out.rename(out.with_name(f"{out.name}.partial-{int(time.time())}"))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    t0 = time.monotonic()
+    log = open(out.with_suffix(".log"), "w")  # noqa: SIM115
+    with log:
+        if variant == "main":
+            cmd = [*ROLLEVAL, *_run_args(args, seed, out), "--model", "local"]
+            rc = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT)
+        elif variant == "scripted":
+            rc = _scripted_run(args, seed, out, probs, log)
+        else:
+            from rolleval._local._launcher import LOCAL_MODEL_NAME, LocalServer, LocalServerOptions
+
+            env = dict(os.environ)
+            env["PYTHONPATH"] = os.pathsep.join([str(BENCH), env.get("PYTHONPATH", "")])
+            opts = LocalServerOptions(server_module=_server_module(variant))
+            old = os.environ.get("PYTHONPATH")
+            os.environ["PYTHONPATH"] = env["PYTHONPATH"]  # the server inherits it
+            try:
+                with LocalServer(opts) as srv:
+                    cmd = [
+                        *ROLLEVAL,
+                        *_run_args(args, seed, out),
+                        "--endpoint",
+                        srv.base_url,
+                        "--model",
+                        LOCAL_MODEL_NAME,
+                    ]
+                    rc = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT)
+            finally:
+                if old is None:
+                    os.environ.pop("PYTHONPATH", None)
+                else:
+                    os.environ["PYTHONPATH"] = old
+    return f"{variant} seed {seed}: exit {rc} in {time.monotonic() - t0:.0f} s"
+
+
+def _uniform(seed: Any, prompt: str) -> float:
+    digest = hashlib.sha256(f"{seed}\x00{prompt}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2.0**64
+
+
+def _scripted_run(
+    args: argparse.Namespace, seed: int, out: Path, probs: dict[str, float], log: Any
+) -> int:
+    """The control: independent per-rollout draws, correct with probability p_i."""
+    from rolleval.testing import OpenAIServer
+
+    table: dict[str, tuple[str, float]] = {}
+    for i, rec in enumerate(_prompts(Path(args.out))):
+        text = _prompt_text(rec["prompt"])
+        ref = rec["reference"]
+        ref = ref[0] if isinstance(ref, list) else str(ref)
+        table[text] = (ref, probs.get(rec["problem_id"], _beta_rate(i)))
+
+    def responder(request: dict[str, Any]) -> tuple[str, str]:
+        text = _prompt_text(request["messages"])
+        ref, p = table[text]
+        ok = _uniform(request.get("seed"), text) < p
+        return (f"A: {ref}" if ok else "A: zzz"), "stop"
+
+    with OpenAIServer(responder=responder, model="scripted") as srv:
+        cmd = [*ROLLEVAL, *_run_args(args, seed, out), "--endpoint", srv.base_url]
+        return subprocess.call([*cmd, "--model", "scripted"], stdout=log, stderr=subprocess.STDOUT)
+
+
+def _prompts(root: Path) -> list[dict[str, Any]]:
+    """The problems (prompt, reference) as stored by a finished ``main`` run."""
+    for run in sorted((root / "main").glob("seed-*")):
+        if run.is_dir() and _done(run):
+            path = run / "tasks" / TASK / "prompts.jsonl"
+            return [json.loads(line) for line in path.open()]
+    raise SystemExit("the scripted control needs one finished main run (for the prompts)")
+
+
+def _beta_rate(i: int) -> float:
+    return float(np.random.default_rng([26, i]).beta(0.5, 2.0))
+
+
+def _prompt_text(prompt: Any) -> str:
+    if isinstance(prompt, str):
+        return prompt
+    return "\n".join(m["content"] for m in prompt)
+
+
+def pooled_rates(root: Path) -> dict[str, float]:
+    """Pooled pass rate per problem over the finished ``main`` runs (for the control)."""
+    c: dict[str, int] = {}
+    n: dict[str, int] = {}
+    for run in sorted((root / "main").glob("seed-*")):
+        if not (run.is_dir() and _done(run)):
+            continue
+        fr = frames_from_run(run)[TASK]
+        for pid, ci, ni in zip(fr.ids, fr.c.tolist(), fr.n.tolist()):
+            c[pid] = c.get(pid, 0) + int(ci)
+            n[pid] = n.get(pid, 0) + int(ni)
+    return {pid: c[pid] / n[pid] for pid in c if n[pid] > 0}
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    seeds = parse_seeds(args.seeds)
+    probs = pooled_rates(Path(args.out)) if args.variant == "scripted" else {}
+    if args.variant == "scripted":
+        print(f"scripted control: p_i from {len(probs)} pooled main-run problems", flush=True)
+    jobs = 1 if args.variant == "scripted" else args.jobs
+    t0 = time.monotonic()
+    with ThreadPoolExecutor(jobs) as pool:
+        for line in pool.map(lambda s: run_one(args, args.variant, s, probs), seeds):
+            print(line, flush=True)
+    print(f"{len(seeds)} runs in {time.monotonic() - t0:.0f} s", flush=True)
+    return 0
+
+
+# --------------------------------------------------------------------- replay
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    import httpx
+
+    from rolleval._local._launcher import LOCAL_MODEL_NAME, LocalServer, LocalServerOptions
+
+    run = Path(args.run) / "tasks" / TASK
+    rolls = [json.loads(line) for line in (run / "rollouts.jsonl").open()]
+    prompts = {}
+    for line in (run / "prompts.jsonl").open():
+        rec = json.loads(line)
+        prompts[rec["problem_id"]] = rec["prompt"]
+    sampling = json.loads((run / "task.json").read_text())["sampling"]
+    pick = random.Random(args.replay_seed).sample(rolls, min(args.k, len(rolls)))
+    module = "rolleval._local._serve" if args.variant == "main" else _server_module(args.variant)
+    os.environ["PYTHONPATH"] = os.pathsep.join([str(BENCH), os.environ.get("PYTHONPATH", "")])
+    same = 0
+    t0 = time.monotonic()
+    with LocalServer(LocalServerOptions(server_module=module)) as srv:
+        for r in pick:
+            body = {
+                "model": LOCAL_MODEL_NAME,
+                "messages": prompts[r["problem_id"]],
+                "temperature": sampling["temperature"],
+                "top_p": sampling["top_p"],
+                "max_tokens": sampling["max_tokens"],
+                "stop": sampling["stop"],
+                "seed": r["seed"],
+            }
+            got = httpx.post(f"{srv.base_url}/chat/completions", json=body, timeout=300).json()
+            text = got["choices"][0]["message"]["content"]
+            same += text == r["text"]
+            if text != r["text"]:
+                print(f"  differs: {r['problem_id']} #{r['index']}: {r['text']!r} -> {text!r}")
+    idx = sorted(r["index"] for r in pick)
+    print(
+        f"replay {args.variant} of {args.run}: identical {same}/{len(pick)} rollouts "
+        f"(shuffled, one at a time; indices 0: {idx.count(0)}, 1-7: {len(idx) - idx.count(0)}) "
+        f"in {time.monotonic() - t0:.0f} s"
+    )
+    return 0
+
+
+# -------------------------------------------------------------------- analyze
+
+
+def load_variant(root: Path, variant: str) -> tuple[list[int], list[Any]]:
+    seeds, frames = [], []
+    for run in sorted((root / variant).glob("seed-*"), key=lambda p: int(p.name[5:].split(".")[0])):
+        if run.is_dir() and run.name[5:].isdigit() and _done(run):
+            seeds.append(int(run.name[5:]))
+            frames.append(frames_from_run(run)[TASK])
+    return seeds, frames
+
+
+def verdict_matrix(frames: Sequence[Any], resamples: int) -> np.ndarray:
+    """``V[a, b]`` = verdict code of baseline a vs candidate b: -1 regression, +1
+    improvement, 0 anything else (what ``rolleval compare`` decides for one task)."""
+    k = len(frames)
+    v = np.zeros((k, k), dtype=np.int8)
+    for a, b in itertools.permutations(range(k), 2):
+        res = compare_frames(frames[a], frames[b], n_resamples=resamples, rng=0)
+        word = res.comparison.verdict
+        v[a, b] = -1 if word == "regression" else (1 if word == "improvement" else 0)
+    return v
+
+
+def pair_rates(v: np.ndarray, idx: np.ndarray) -> tuple[float, float]:
+    """Regression and improvement rates over ordered pairs of distinct original seeds."""
+    a, b = np.meshgrid(idx, idx, indexing="ij")
+    keep = a != b
+    if not keep.any():
+        return math.nan, math.nan
+    vals = v[a[keep], b[keep]]
+    return float(np.mean(vals == -1)), float(np.mean(vals == 1))
+
+
+def permutation_pvalue(rates: np.ndarray, sims: int, seed: int = 0) -> float:
+    """Seed labels permuted independently within each problem: p of Var(run means)."""
+    rng = np.random.default_rng(seed)
+    observed = np.var(rates.mean(axis=1), ddof=1)
+    hits = 0
+    for _ in range(sims):
+        perm = rng.permuted(rates, axis=0)
+        hits += np.var(perm.mean(axis=1), ddof=1) >= observed - 1e-15
+    return (hits + 1) / (sims + 1)
+
+
+def analyze_variant(
+    variant: str, seeds: list[int], frames: list[Any], args: argparse.Namespace
+) -> dict[str, Any]:
+    c = np.array([f.c for f in frames])
+    n = np.array([f.n for f in frames])
+    noise = run_noise(c, n)
+    out: dict[str, Any] = {"variant": variant, "seeds": seeds, "noise": noise.to_dict()}
+    k = len(frames)
+    rates = c / n
+    out["permutation_pvalue"] = permutation_pvalue(rates, args.permutations)
+    loo = (
+        [run_noise(np.delete(c, i, 0), np.delete(n, i, 0)).ratio for i in range(k)]
+        if k >= 3
+        else []
+    )
+    out["leave_one_out_ratio"] = [min(loo), max(loo)] if loo else None
+    t0 = time.monotonic()
+    v = verdict_matrix(frames, args.resamples)
+    reg, imp = pair_rates(v, np.arange(k))
+    rng = np.random.default_rng(0)
+    boot = np.array([pair_rates(v, rng.integers(0, k, k)) for _ in range(args.boot)])
+    out["pairs"] = k * (k - 1)
+    out["false_regression"] = reg
+    out["false_improvement"] = imp
+    # an SE from a bootstrap over seeds needs at least 3 seeds (N/A below)
+    se = np.nanstd(boot, axis=0, ddof=1) if k >= 3 else np.array([math.nan, math.nan])
+    out["se_regression"], out["se_improvement"] = (float(x) for x in se)
+    lower = v[np.triu_indices(k, 1)]
+    out["unordered"] = {
+        "pairs": int(lower.size),
+        "regression": int(np.sum(lower == -1)),
+        "improvement": int(np.sum(lower == 1)),
+        "other": int(np.sum(lower == 0)),
+    }
+    out["compare_seconds"] = round(time.monotonic() - t0, 1)
+    if noise.ratio is not None:
+        from scipy.stats import norm
+
+        out["predicted_per_direction"] = float(norm.sf(norm.isf(ALPHA / 2) / np.sqrt(noise.ratio)))
+    return out
+
+
+def print_variant(r: dict[str, Any]) -> None:
+    nz = r["noise"]
+    seeds = r["seeds"]
+    head = (
+        f"{r['variant']}: {len(seeds)} seeds ({seeds[0]}..{seeds[-1]}), {nz['n_problems']} problems"
+    )
+    print(head)
+    if nz["ratio"] is None:
+        print("  no informative problem (binomial variance 0)")
+        return
+    print(
+        f"  pass@1 by seed: {', '.join(f'{m:.3f}' for m in nz['run_means'])}\n"
+        f"  variance ratio (across seeds / binomial) {nz['ratio']:.2f}: chi2({nz['df']}) = "
+        f"{nz['chi2']:.1f}, p = {nz['pvalue']:.3g}; permutation p = {r['permutation_pvalue']:.3g}"
+    )
+    if r["leave_one_out_ratio"]:
+        lo, hi = r["leave_one_out_ratio"]
+        print(f"  ratio with one seed left out: {lo:.2f} .. {hi:.2f}")
+    print(
+        f"  each problem's own variance / binomial {nz['problem_variance_ratio']:.2f}; share "
+        f"of the variance between problems {nz['between_problem_share']:+.2f}; run-level "
+        f"variance {nz['run_variance']:.2e} (upper 95% {nz['run_variance_upper']:.2e})"
+    )
+    u = r["unordered"]
+    target = ALPHA / 2
+    for word, key in (("regression", "false_regression"), ("improvement", "false_improvement")):
+        rate = r[key]
+        se = r["se_" + key.split("_")[1]]
+        if math.isnan(se):
+            print(
+                f"  A/A false {word}: {rate:.3f} over {r['pairs']} ordered pairs (SE N/A: "
+                "fewer than 3 seeds) [not checked]"
+            )
+            continue
+        ok = "ok" if rate <= target + 2 * se else "ABOVE TARGET"
+        print(
+            f"  A/A false {word}: {rate:.3f} +- {se:.3f} over {r['pairs']} ordered pairs "
+            f"(target <= {target} + 2 SE = {target + 2 * se:.3f}) [{ok}]"
+        )
+    pred = r.get("predicted_per_direction")
+    print(
+        f"  unordered pairs (lower seed as baseline): {u['regression']} regression, "
+        f"{u['improvement']} improvement, {u['other']} other of {u['pairs']}"
+        + (
+            f"; an interval too narrow by sqrt(ratio) predicts {pred:.3f} per direction"
+            if pred
+            else ""
+        )
+    )
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    root = Path(args.out)
+    results = []
+    for variant in VARIANTS:
+        seeds, frames = load_variant(root, variant)
+        if len(frames) < 2:
+            print(f"{variant}: {len(frames)} finished runs, at least 2 needed (N/A)")
+            continue
+        r = analyze_variant(variant, seeds, frames, args)
+        print_variant(r)
+        results.append(r)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="runs/realmodel")
+    ap.add_argument("--limit", type=int, default=100)
+    ap.add_argument("-n", "--rollouts", type=int, default=8)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    p = sub.add_parser("run")
+    p.add_argument("--variant", choices=VARIANTS, required=True)
+    p.add_argument("--seeds", required=True)
+    p.add_argument("--jobs", type=int, default=1, help="runs side by side (at most 2 servers)")
+    p = sub.add_parser("replay")
+    p.add_argument("--run", required=True)
+    p.add_argument("--variant", choices=("main", "nocache", "llamacpp"), required=True)
+    p.add_argument("--k", type=int, default=60)
+    p.add_argument("--replay-seed", type=int, default=1)
+    p = sub.add_parser("analyze")
+    p.add_argument("--resamples", type=int, default=10_000)
+    p.add_argument("--boot", type=int, default=2000)
+    p.add_argument("--permutations", type=int, default=5000)
+    p.add_argument("--json")
+    args = ap.parse_args(argv)
+    if getattr(args, "jobs", 1) > 2:
+        ap.error("--jobs: at most 2 model servers at once")
+    return {"run": cmd_run, "replay": cmd_replay, "analyze": cmd_analyze}[args.cmd](args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
