@@ -18,6 +18,7 @@ PUBLIC_PACKAGES = [
     "rolleval.tasks",
     "rolleval.client",
     "rolleval.compare",
+    "rolleval.drift",
     "rolleval.records",
     "rolleval.rundir",
     "rolleval.writer",
