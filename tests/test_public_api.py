@@ -106,10 +106,14 @@ def test_a_rollouts_judgement_and_a_comparisons_verdict_have_different_names():
     assert {"ComparisonVerdict", "GateVerdict"} <= set(compare.__all__)
     assert sorted(n for n in public if n.endswith("Verdict")) == [
         "ComparisonVerdict",
+        "DriftVerdict",
         "GateVerdict",
         "Verdict",
     ]
     assert set(compare.COMPARISON_VERDICTS) == set(get_args(compare.ComparisonVerdict))
+    from rolleval import drift
+
+    assert set(drift.DRIFT_VERDICTS) == set(get_args(drift.DriftVerdict))
 
 
 def test_randomness_is_the_rng_keyword_in_every_public_function():

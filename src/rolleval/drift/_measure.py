@@ -86,7 +86,8 @@ class DriftOptions:
     threshold: float = DEFAULT_THRESHOLD
     confidence_level: float = 0.95
     n_resamples: int = 10_000
-    seed: int = 0
+    rng: int = 0
+    """Seed of the bootstrap (recorded as ``method.seed``)."""
     concurrency: int = 2
     timeout_s: float = 300.0
     server_options: dict[str, Any] = field(default_factory=lambda: {"n_threads": 2})
@@ -287,7 +288,7 @@ def measure_drift(
             ),
             confidence_level=options.confidence_level,
             n_resamples=options.n_resamples,
-            seed=options.seed,
+            seed=options.rng,
             threshold=float(options.threshold),
         )
         return summarize(
