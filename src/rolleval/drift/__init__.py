@@ -17,6 +17,7 @@ undecided).
 =============================  ==============================================
 :func:`measure_drift`          the measurement (``rolleval drift``)
 :func:`load_texts`             ``(id, text)`` pairs of a JSONL file
+:func:`task_texts`             a task's prompts, each followed by its reference
 :class:`DriftSide`             an endpoint URL or a ``.gguf`` path
 :class:`DriftOptions`          K, threshold, interval settings
 :class:`DriftResult`           the outcome (``to_dict()``: ``drift.json``)
@@ -46,7 +47,6 @@ from ._measure import (
     TAIL_RULE,
     DriftOptions,
     DriftSide,
-    load_texts,
     measure_drift,
 )
 from ._result import (
@@ -61,6 +61,7 @@ from ._result import (
     summarize,
 )
 from ._scores import SideScores, parse_side
+from ._texts import load_texts, task_texts
 from ._tokens import TextFigures, TokenizerMismatch, compare_text
 
 __all__ = [
@@ -91,6 +92,7 @@ __all__ = [
     "measure_drift",
     "parse_side",
     "summarize",
+    "task_texts",
     "top1_agreement",
 ]
 

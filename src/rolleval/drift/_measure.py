@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from ..errors import DataError, RunError, UsageError
+from ..errors import RunError, UsageError
 from ._result import DriftMethod, DriftResult, summarize
 from ._scores import parse_side
 from ._tokens import TextFigures, compare_text
@@ -34,7 +33,6 @@ __all__ = [
     "TAIL_RULE",
     "DriftOptions",
     "DriftSide",
-    "load_texts",
     "measure_drift",
 ]
 
@@ -103,45 +101,6 @@ class DriftOptions:
             raise UsageError(f"threshold must be a number >= 0 (nats), got {self.threshold!r}")
         if not 0 < self.confidence_level < 1:
             raise UsageError(f"confidence_level must be in (0, 1), got {self.confidence_level!r}")
-
-
-def load_texts(path: str | Path, *, limit: int | None = None) -> list[tuple[str, str]]:
-    """``(id, text)`` pairs of a JSONL file of ``{"id": ..., "text": ...}`` records.
-    :class:`DataError` naming the file, the line and the fix for a bad record."""
-    p = Path(path)
-    try:
-        lines = p.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise UsageError(f"{p}: file not found (--texts takes a JSONL file)") from None
-    except UnicodeDecodeError as exc:
-        raise DataError(f"not UTF-8 ({exc.reason}); save the file as UTF-8", path=p) from None
-    out: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for n, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            raise DataError(
-                'not a JSON object; each line must be {"id": ..., "text": ...}', path=p, line=n
-            ) from None
-        if not isinstance(rec, dict) or not isinstance(rec.get("text"), str) or not rec["text"]:
-            raise DataError(
-                'needs a non-empty string "text" (each line {"id": ..., "text": ...})',
-                path=p,
-                line=n,
-            )
-        text_id = str(rec.get("id", n))
-        if text_id in seen:
-            raise DataError(f"duplicate id {text_id!r}; give every text its own id", path=p, line=n)
-        seen.add(text_id)
-        out.append((text_id, rec["text"]))
-        if limit is not None and len(out) >= limit:
-            break
-    if not out:
-        raise DataError('no texts; add lines {"id": ..., "text": ...}', path=p)
-    return out
 
 
 @dataclass

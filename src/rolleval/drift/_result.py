@@ -167,6 +167,10 @@ class DriftResult:
     warnings: tuple[str, ...] = ()
     kld_histogram: dict[str, list[float]] = field(default_factory=dict)
     """Per-token KL divergence histogram: ``edges`` (nats, log-spaced) and ``counts``."""
+    tokens: tuple[dict[str, Any], ...] = field(default=(), repr=False, compare=False)
+    """Per text, every scored token's figures (``tokens.jsonl``; not in :meth:`to_dict`):
+    ``id``, ``tokens`` (texts of the whole sequence), ``positions``, ``kld``, ``top1_agree``,
+    ``delta_nll``, ``baseline_tail``."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON form (``drift.json``): the headline numbers at the top level."""
@@ -331,4 +335,18 @@ def summarize(
         candidate=dict(candidate or {}),
         warnings=tuple(warnings),
         kld_histogram=_histogram(figures),
+        tokens=tuple(_token_record(i, f) for i, f in zip(ids, figures, strict=True)),
     )
+
+
+def _token_record(text_id: str, f: TextFigures) -> dict[str, Any]:
+    return {
+        "id": text_id,
+        "tokens": list(f.tokens),
+        "positions": [int(p) for p in f.positions],
+        "kld": [float(x) for x in f.kld],
+        "top1_agree": [bool(x) for x in f.agree],
+        "delta_nll": [float(x) for x in f.delta_nll],
+        "baseline_tail": [float(x) for x in f.baseline_tail],
+        "exact": f.exact,
+    }
