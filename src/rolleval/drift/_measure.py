@@ -49,7 +49,6 @@ TAIL_RULE = (
     "a lower bound on the exact KL (log-sum inequality), exact where both sides send the "
     "full vocabulary"
 )
-_FULL = {"rolleval": {"full_logprobs": True}}
 
 
 @dataclass(frozen=True)
@@ -60,6 +59,21 @@ class DriftSide:
     target: str
     model: str | None = None
     api_key_env: str | None = None
+    full_logprobs: bool = False
+    """The endpoint is rolleval's own server (``python -m rolleval._local._serve``): ask it
+    for full-vocabulary log-probs (the opt-in ``"rolleval"`` request field) and score this
+    side exactly. Always on for a ``.gguf`` side."""
+    token_ids: bool = False
+    """The endpoint is rolleval's own server: ask for token ids with the top-K lists (the
+    opt-in ``"rolleval": {"token_ids": true}``), so alternatives are matched by id."""
+
+    def extra_body(self) -> dict[str, Any] | None:
+        """The opt-in request field of rolleval's server, when this side asks for one."""
+        if self.is_gguf or self.full_logprobs:
+            return {"rolleval": {"full_logprobs": True}}
+        if self.token_ids:
+            return {"rolleval": {"token_ids": True}}
+        return None
 
     @property
     def is_gguf(self) -> bool:
@@ -135,7 +149,8 @@ def _open_side(name: str, side: DriftSide, options: DriftOptions) -> Iterator[_L
     if not side.is_gguf:
         base = side.target.rstrip("/")
         model = _model_of(base, side, name, options.timeout_s)
-        yield _Live(name, side, base, model, False, {"endpoint": base, "model": model})
+        info = {"endpoint": base, "model": model}
+        yield _Live(name, side, base, model, side.full_logprobs, info)
         return
     from .._local._launcher import LOCAL_MODEL_NAME, LocalServer, LocalServerOptions
 
@@ -176,7 +191,7 @@ async def _score_all(
 
         async def one(live: _Live, client: Client, text_id: str, text: str) -> Any:
             data, done = await client.echo(
-                text, top_logprobs=options.top_logprobs, extra_body=_FULL if live.full else None
+                text, top_logprobs=options.top_logprobs, extra_body=live.side.extra_body()
             )
             if data is None or done.status != "ok":
                 raise RunError(f"--{live.name} {live.base_url}: text {text_id!r}: {done.error}")
