@@ -10,7 +10,7 @@ What a response can carry, best first:
   (several tokens print as the same or empty text, so such keys can collide).
 
 Only the prompt's tokens are kept: those before ``usage.prompt_tokens``, else those whose
-``text_offset`` lies inside the text.
+``text_offset`` lies inside the text, else those whose texts spell it.
 """
 
 from __future__ import annotations
@@ -85,7 +85,12 @@ def _keep(logprobs: dict[str, Any], usage: Any, text: str, n: int) -> int:
     offsets = logprobs.get("text_offset")
     if isinstance(offsets, list) and len(offsets) == n:
         return sum(1 for o in offsets if isinstance(o, int) and o < len(text))
-    return n
+    keep, spelled = 0, 0  # no offsets: the tokens that spell the text
+    tokens = logprobs["tokens"]
+    while keep < n and spelled < len(text):
+        spelled += len(str(tokens[keep]))
+        keep += 1
+    return keep
 
 
 def _full(logprobs: dict[str, Any], keep: int) -> np.ndarray | None:
