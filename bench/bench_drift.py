@@ -5,7 +5,9 @@ quantizer (``llama_cpp.llama_model_quantize``, ``allow_requantize``): a byte cop
 identical re-serve), Q8_0 (a near-lossless requantization) and Q4_0 (a one-step 4-bit
 requantization). Each side is served by rolleval's server (``rolleval._local._serve``, 2
 threads); at most two servers run at once. Texts: the first ``--texts`` ARC-Easy problems
-(prompt and reference answer, as ``rolleval drift --task arc_easy``).
+(prompt and reference answer, as ``rolleval drift --task arc_easy``), or by default
+the 12 short texts of ``bench/drift_texts.jsonl`` (a full-vocabulary echo costs about 4 s
+of CPU per 130 tokens on this model: the output layer runs for every position).
 
 Prints, per candidate, the exact figures (full vocabulary on both sides); for Q4_0 the
 top-K figures (ids, K = 20, 100, 200) as a fraction of the exact mean KLD; and the
@@ -70,19 +72,27 @@ async def _bare(urls: tuple[str, str], texts: list[tuple[str, str]], k: int, con
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--texts", type=int, default=40)
-    ap.add_argument("--candidates", default="copy,Q8_0,Q4_0")
+    ap.add_argument("--texts", type=int, default=12, help="how many texts")
+    ap.add_argument(
+        "--corpus",
+        default=os.path.join(os.path.dirname(__file__), "drift_texts.jsonl"),
+        help="JSONL texts, or 'arc_easy' for the task's prompts and references",
+    )
+    ap.add_argument("--candidates", default="Q4_0,Q8_0,copy")
     ap.add_argument("--rounds", type=int, default=2, help="throughput rounds (a b a b)")
     args = ap.parse_args()
 
     from rolleval._local._launcher import LocalServer, LocalServerOptions, default_model_path
-    from rolleval.drift import DriftOptions, DriftSide, measure_drift, task_texts
+    from rolleval.drift import DriftOptions, DriftSide, load_texts, measure_drift, task_texts
 
     base = str(default_model_path())
-    texts = task_texts("arc_easy", limit=args.texts)
+    if args.corpus == "arc_easy":
+        texts = task_texts("arc_easy", limit=args.texts)
+    else:
+        texts = load_texts(args.corpus, limit=args.texts)
     tmp = tempfile.mkdtemp(prefix="rolleval-drift-")
     opts = {"n_threads": 2}
-    print(f"load average {os.getloadavg()[0]:.1f}; {len(texts)} ARC-Easy texts")
+    print(f"load average {os.getloadavg()[0]:.1f}; {len(texts)} texts from {args.corpus}")
     try:
         with LocalServer(LocalServerOptions(model_path=base, server_options=opts)) as b_srv:
             for name in args.candidates.split(","):
