@@ -218,3 +218,20 @@ def test_identical_sides_give_zero_and_a_degenerate_interval_within_any_threshol
     res = summarize(["a", "b"], [_figures([0.0, 0.0]), _figures([0.0])], _method(0.0))
     assert res.mean_kld.value == 0.0 and res.mean_kld.status == "degenerate"
     assert res.verdict == "within_threshold"
+
+
+def test_texts_from_a_file_and_from_a_task(tmp_path):
+    from rolleval.drift import load_texts, task_texts
+    from rolleval.errors import DataError
+    from rolleval.tasks import get_task
+
+    p = tmp_path / "t.jsonl"
+    p.write_text('{"id": "a", "text": "x"}\n\n{"text": "y"}\n{"id": "a", "text": "z"}\n')
+    with pytest.raises(DataError, match=r"t.jsonl:4: duplicate id 'a'"):
+        load_texts(p)
+    assert load_texts(p, limit=2) == [("a", "x"), ("3", "y")]
+    problems = get_task("arc_easy").load(limit=2)
+    got = task_texts("arc_easy", limit=2)
+    assert [i for i, _ in got] == [q.problem_id for q in problems]
+    first = problems[0]
+    assert got[0][1] == first.prompt[0]["content"] + "\n" + first.reference

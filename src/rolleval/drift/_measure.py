@@ -132,8 +132,14 @@ class _Live:
 def _model_of(base_url: str, side: DriftSide, name: str, timeout_s: float) -> str:
     if side.model:
         return side.model
+    from ..client._client import read_api_key
+
+    key = read_api_key(side.api_key_env) if side.api_key_env else None
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
     try:
-        data = httpx.get(base_url.rstrip("/") + "/models", timeout=timeout_s).json()
+        data = httpx.get(
+            base_url.rstrip("/") + "/models", timeout=timeout_s, headers=headers
+        ).json()
         ids = [m["id"] for m in data["data"]]
     except (httpx.HTTPError, ValueError, KeyError, TypeError) as exc:
         raise UsageError(
