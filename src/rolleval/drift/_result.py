@@ -274,7 +274,7 @@ def _worst(ids: Sequence[str], figures: Sequence[TextFigures]) -> tuple[WorstTok
 
 def _histogram(figures: Sequence[TextFigures]) -> dict[str, list[float]]:
     kld = np.concatenate([f.kld for f in figures]) if figures else np.zeros(0)
-    edges = np.concatenate([[0.0], np.logspace(-6, 2, 17)])
+    edges = np.concatenate([[0.0], np.logspace(-5, 2, 8)])
     counts, _ = np.histogram(np.clip(kld, 0.0, edges[-1]), bins=edges)
     return {"edges": [float(e) for e in edges], "counts": [int(c) for c in counts]}
 
