@@ -82,7 +82,7 @@ def _align_keys(
 
 
 def _shown(side: SideScores, i: int, row: np.ndarray | None) -> tuple[tuple[str, float], ...]:
-    if row is not None:
+    if row is not None and len(side.top[i]) < SHOWN_ALTERNATIVES + 1:
         part = np.argpartition(-row, SHOWN_ALTERNATIVES)[:SHOWN_ALTERNATIVES]
         ids = part[np.argsort(-row[part], kind="stable")]
         names = side.top_texts[i] if side.top_texts is not None else {}
