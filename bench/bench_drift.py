@@ -70,6 +70,30 @@ async def _bare(urls: tuple[str, str], texts: list[tuple[str, str]], k: int, con
         return sum(await asyncio.gather(*(pair(t) for _, t in texts)))
 
 
+def _throughput(args: Any, b_srv: Any, c_srv: Any, b_side: Any, c_side: Any, texts: Any) -> None:
+    from rolleval.drift import DriftOptions, measure_drift
+
+    ratios = []
+    for r in range(args.rounds):
+        t = time.perf_counter()
+        res = measure_drift(b_side, c_side, texts, DriftOptions(probe=False))
+        ours = res.n_tokens / (time.perf_counter() - t)
+        t = time.perf_counter()
+        n = asyncio.run(_bare((b_srv.base_url, c_srv.base_url), texts, 20, 2))
+        bare = n / (time.perf_counter() - t)
+        ratios.append(ours / bare)
+        print(
+            f"round {r}: rolleval drift {ours:.1f} tokens/s vs bare httpx loop "
+            f"{bare:.1f} tokens/s -> {ours / bare:.2f}x"
+        )
+    ratios.sort()
+    print(
+        f"bench_drift: rolleval vs bare httpx loop -> median "
+        f"{ratios[len(ratios) // 2]:.2f}x (target >= 0.8x); load average "
+        f"{os.getloadavg()[0]:.1f}"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--texts", type=int, default=12, help="how many texts")
@@ -80,6 +104,7 @@ def main() -> None:
     )
     ap.add_argument("--candidates", default="Q4_0,Q8_0,copy")
     ap.add_argument("--rounds", type=int, default=2, help="throughput rounds (a b a b)")
+    ap.add_argument("--throughput-only", action="store_true", help="only the Q4_0 throughput")
     args = ap.parse_args()
 
     from rolleval._local._launcher import LocalServer, LocalServerOptions, default_model_path
@@ -104,6 +129,9 @@ def main() -> None:
                 with LocalServer(LocalServerOptions(model_path=path, server_options=opts)) as c_srv:
                     b_side = DriftSide(b_srv.base_url, "m", full_logprobs=True)
                     c_side = DriftSide(c_srv.base_url, "m", full_logprobs=True)
+                    if args.throughput_only:
+                        _throughput(args, b_srv, c_srv, b_side, c_side, texts)
+                        continue
                     exact = measure_drift(b_side, c_side, texts, DriftOptions())
                     tl = exact.token_level
                     print(
@@ -130,25 +158,7 @@ def main() -> None:
                             f"({100 * (1 - ratio):.1f}% low); top-1 agreement "
                             f"{top.token_level.top1_agreement:.4f}"
                         )
-                    ratios = []
-                    for r in range(args.rounds):
-                        t = time.perf_counter()
-                        res = measure_drift(b_side, c_side, texts, DriftOptions(probe=False))
-                        ours = res.n_tokens / (time.perf_counter() - t)
-                        t = time.perf_counter()
-                        n = asyncio.run(_bare((b_srv.base_url, c_srv.base_url), texts, 20, 2))
-                        bare = n / (time.perf_counter() - t)
-                        ratios.append(ours / bare)
-                        print(
-                            f"round {r}: rolleval drift {ours:.0f} tokens/s vs bare httpx loop "
-                            f"{bare:.0f} tokens/s -> {ours / bare:.2f}x"
-                        )
-                    ratios.sort()
-                    print(
-                        f"bench_drift: rolleval vs bare httpx loop -> median "
-                        f"{ratios[len(ratios) // 2]:.2f}x (target >= 0.8x); load average "
-                        f"{os.getloadavg()[0]:.1f}"
-                    )
+                    _throughput(args, b_srv, c_srv, b_side, c_side, texts)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
