@@ -149,6 +149,7 @@ def test_every_cli_command_has_a_python_api():
         "tasks": importlib.import_module("rolleval.tasks").list_tasks,
         "example": importlib.import_module("rolleval.testing._synthetic").write_synthetic_run,
         "import": rolleval.import_run,
+        "drift": importlib.import_module("rolleval.drift").measure_drift,
     }
     assert set(cli.commands) == set(api)
     assert all(callable(f) for f in api.values())
