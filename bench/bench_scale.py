@@ -27,6 +27,7 @@ in a fresh subprocess, alternately (bare, rolleval, bare, rolleval, ...):
                                 [--rounds 2] [--strict]
     python bench/bench_scale.py --rollouts 1000000 --rounds 1   # the 1M memory figure
     python bench/bench_scale.py --rollouts 1000000 --rounds 1 --server-n   # the same, quicker
+    python bench/bench_scale.py --rollouts 4000 --thought-words 8000   # 8k-token thoughts
 
 ``--server-n`` asks for each problem's rollouts in one request (``server_n: true``; the test
 server honours ``n``): every rollout still becomes its own records, judgement and report
@@ -257,6 +258,15 @@ def main(argv: list[str] | None = None) -> int:
         help="memory only: ask for a problem's rollouts in one request (config server_n; the "
         "test server honours n), so a 1,000,000-rollout run needs one request per problem",
     )
+    ap.add_argument(
+        "--thought-words",
+        type=int,
+        default=0,
+        metavar="N",
+        help="long replies (issue 19): the server answers as a reasoning model, with a thought "
+        "of N words in message.reasoning (e.g. 8000 for an 8k-token thought), which rolleval "
+        "stores and the bare loop parses",
+    )
     ap.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     args = ap.parse_args(argv)
     if args.server_n:
@@ -265,7 +275,17 @@ def main(argv: list[str] | None = None) -> int:
     total = problems * args.per_problem
 
     server = subprocess.Popen(
-        [sys.executable, "-m", "rolleval.testing.server", "--port", "0", "--model", MODEL],
+        [
+            sys.executable,
+            "-m",
+            "rolleval.testing.server",
+            "--port",
+            "0",
+            "--model",
+            MODEL,
+            "--thought-words",
+            str(args.thought_words),
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -34,6 +34,9 @@ Issue 10 settings:
    >= 0.80 - 2 SE. delta = 0.03 (significance binds) and 0.025 (the threshold binds).
 8. [info] Equivalence stays reachable: the share of A/A comparisons (K = 8, Beta(2, 2))
    called equivalent at T = 1000 and 2000.
+9. The sequential design (issue 24): ``bench/calibration_sequential.py`` says what (A/A
+   false regression looked at after every problem, power and problems used at drops of
+   1x, 2x, 4x tau beside the fixed design at the same budget ``--seq-problems``).
 
     python bench/calibration.py [--sims 2000 --problems 200 --rollouts 8 --seed 0]
                                 [--resamples 2000 --workers 2] [--only main,equiv,...]
@@ -61,7 +64,7 @@ from rolleval.stats import required_problems, variance_components
 ALPHA = 0.05
 THRESHOLD = 0.02
 NOMINAL = 0.95
-GROUPS = ("main", "equiv", "vote", "cluster", "plan", "reach", "timeout")
+GROUPS = ("main", "equiv", "vote", "cluster", "plan", "reach", "timeout", "sequential")
 
 
 class Settings(NamedTuple):
@@ -316,6 +319,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--resamples", type=int, default=2000, help="n_resamples of each compare")
     parser.add_argument("--workers", type=int, default=min(2, os.cpu_count() or 1))
     parser.add_argument("--only", default=",".join(GROUPS), help=f"subset of {','.join(GROUPS)}")
+    parser.add_argument(
+        "--seq-problems", type=int, default=1000, help="budget of the sequential rows"
+    )
     args = parser.parse_args(argv)
     only = set(args.only.split(","))
     settings = Settings(args.problems, args.rollouts, args.resamples, args.seed)
@@ -422,6 +428,10 @@ def main(argv: list[str] | None = None) -> int:
                     out["regression"],
                     0.80,
                 )
+        if "sequential" in only:
+            from calibration_sequential import report_sequential  # bench/, beside this script
+
+            report_sequential(rep, run, pool, settings, sims, args.seq_problems)
         if "reach" in only:
             print("calibration: [reach] equivalence is still reachable: A/A, K=8, Beta(2, 2)")
             for t in (1000, 2000):

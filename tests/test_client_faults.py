@@ -183,8 +183,18 @@ def test_unreadable_200_is_retried_and_counted(
 @pytest.mark.parametrize(
     ("api", "fault", "reason"),
     [
-        ("chat", Fault.no_content(), "malformed response: no choices[0].message.content"),
-        ("completions", Fault.no_content(), "malformed response: no choices[0].text"),
+        (
+            "chat",
+            Fault.raw(
+                {"choices": [{"index": 0, "message": {"role": "assistant", "content": None}}]}
+            ),
+            "malformed response: no choices[0].message.content and no finish_reason",
+        ),
+        (
+            "completions",
+            Fault.raw({"choices": [{"index": 0, "text": None}]}),
+            "malformed response: no choices[0].text and no finish_reason",
+        ),
         (
             "chat",
             Fault.raw({"choices": [{"message": {"content": ["a", "b"]}}]}),
@@ -209,11 +219,16 @@ def test_unusable_choice_is_infra_error_and_not_resent(
     assert openai_server.completion_requests == 1
 
 
-def test_unusable_choice_keeps_finish_reason_and_usage(openai_server: OpenAIServer) -> None:
+@pytest.mark.parametrize("api", ["chat", "completions"])
+def test_null_content_with_finish_reason_is_completed(
+    openai_server: OpenAIServer, api: str
+) -> None:
+    """Null content with a finish reason is a completed rollout with no answer (issue 19),
+    never a malformed response: its finish reason and usage are kept."""
     openai_server.faults = [Fault.no_content()]
-    done = complete(make_config(openai_server.base_url))
+    done = complete(make_config(openai_server.base_url, api=api))
+    assert done.status == "ok" and done.text is None and done.error is None
     assert done.finish_reason == "stop" and done.completion_tokens is not None
-    assert done.error is not None and "finish_reason='stop'" in done.error
     assert done.model == MODEL
 
 

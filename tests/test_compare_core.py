@@ -168,7 +168,23 @@ def test_interval_excluding_zero_without_the_test_is_not_significant():
     assert res.pvalue == 0.0625
     assert not res.significant
     assert res.verdict == "inconclusive"
-    assert "p = 0.0625 > alpha" in res.reason
+    # issue 25 item 11: the line says why an interval excluding 0 is not a significant change
+    assert (
+        "the interval excludes 0 but the sign-flip test does not reach alpha (p = 0.0625 > 0.05); "
+        "both must agree" in res.reason
+    )
+
+
+def test_equivalent_with_an_interval_excluding_zero_says_the_test_did_not_agree():
+    from rolleval.compare._paired import _explain
+
+    line = _explain(
+        "equivalent_within_threshold", False, True, -0.0028, -0.0051, -0.0006, 0.0642, 0.02, None
+    )
+    assert line == (
+        "no significant change (the interval excludes 0 but the sign-flip test does not reach "
+        "alpha (p = 0.0642 > 0.05); both must agree); CI [-0.0051, -0.0006] lies inside (-0.02, +0.02)"
+    )
 
 
 def test_threshold_zero_never_declares_equivalence():

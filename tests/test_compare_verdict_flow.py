@@ -554,7 +554,8 @@ def test_report_compare_and_gate_print_the_same_health_numbers(tmp_path, capsys)
 
 
 def test_compare_metric_accepts_exactly_what_reports_print(tmp_path, capsys):
-    from rolleval import metrics, report
+    from rolleval import metrics
+    from rolleval._report import _build as report
 
     assert report.DEFAULT_TAUS is metrics.DEFAULT_TAUS
     run = write_synthetic_run(tmp_path / "r", n_problems=30, n_rollouts=4, rng=2).path

@@ -24,7 +24,6 @@ from hypothesis import strategies as st
 from rolleval import import_run
 from rolleval._importers.lmeval import _parallel
 from rolleval._importers.lmeval import _samples as _lmeval
-from rolleval._importers.lmeval import _strict as _lmeval_strict
 from rolleval.errors import RunError
 
 
@@ -224,7 +223,6 @@ def _many_workers(monkeypatch) -> None:
     monkeypatch.setattr(_parallel, "SEGMENT_BYTES", 8 << 10)
 
 
-@pytest.mark.skipif(_lmeval_strict._strict_c is None, reason="workers write only with C")
 def test_a_worker_that_dies_after_writing_stops_the_import_and_leaves_nothing(
     tmp_path, monkeypatch
 ):
@@ -247,7 +245,6 @@ def test_a_worker_that_dies_after_writing_stops_the_import_and_leaves_nothing(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["src"]
 
 
-@pytest.mark.skipif(_lmeval_strict._strict_c is None, reason="workers write only with C")
 def test_workers_writing_the_files_give_the_records_of_one_process(tmp_path, monkeypatch):
     _samples(tmp_path / "src", 3000)
     import_run("lm-eval", tmp_path / "src", tmp_path / "one")  # small: one process

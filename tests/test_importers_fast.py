@@ -1,10 +1,12 @@
-"""The typed fast path of the lm-eval importer gives exactly what the generic path gives.
+"""The column path of the lm-eval importer gives exactly what the generic path gives.
 
-Each file is imported twice: as shipped (typed decoding, record line structs, the report
-computed from the columns in memory) and with the fast path switched off (every line parsed
-whole and built as pydantic records, the report read back from disk). Records, content
+Each file is imported three times: as shipped (chunks of common-shape lines on the column
+path, byte templates, the report computed from the columns in memory), the same in two
+worker processes that append the records to the files themselves, and with the column path
+switched off (every line parsed whole and built as pydantic records). Records, content
 hashes, the import summary (every unmapped field, by reason and count), task.json and the
-reports must agree, and every line of the fast run validates against the record models.
+reports must agree, and every line of the column-path runs validates against the record
+models. tests/test_importers_columns.py compares the two paths on generated chunks.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from conftest import assert_run_valid
 from rolleval import import_run, report_run
 from rolleval._importers.lmeval import _parallel
 from rolleval._importers.lmeval import _samples as _lmeval
-from rolleval._importers.lmeval import _strict as _lmeval_strict
 from rolleval.errors import DataError
 
 DATA = Path(__file__).parent / "data" / "imports" / "lm-eval"
@@ -27,11 +28,8 @@ STREAMS = ("prompts.jsonl", "rollouts.jsonl", "judgements.jsonl")
 
 
 def _generic(monkeypatch) -> None:
-    monkeypatch.setattr(_lmeval._Samples, "fast", lambda self, first_line: None)
-
-
-def _lines(monkeypatch) -> None:
-    """The column path off: the typed line path (and the generic path) only."""
+    """The column path off: every line read by the generic path, every doc_id checked
+    against the set of those seen (no increasing-id shortcut)."""
     monkeypatch.setattr(_lmeval._Samples, "strict", lambda self, first_line: None)
 
 
@@ -55,70 +53,49 @@ def _parallel_on(monkeypatch) -> None:
     monkeypatch.setattr(_parallel, "SEGMENT_BYTES", 8 << 10)
 
 
-def _python_columns(monkeypatch) -> None:
-    """The column path's Python code, even where its C extension is built."""
-    monkeypatch.setattr(_lmeval_strict, "_strict_c", None)
-    monkeypatch.setattr(_lmeval_strict.StrictChunks, "whole", False)
-
-
-def _parallel_python(monkeypatch) -> None:
-    _parallel_on(monkeypatch)
-    _python_columns(monkeypatch)
-
-
-C_BUILT = _lmeval_strict._strict_c is not None
 WRITTEN: dict[str, int] = {}  # per path of the last _import_all: chunks a worker wrote
 WORKER_CHUNKS: list[bool] = []
 WRITTEN_CHUNKS: list[bool] = []
 PATHS = {
     "column": lambda m: None,
-    "column-python": _python_columns,
     "parallel": _parallel_on,
-    "parallel-python": _parallel_python,
-    "lines": _lines,
     "generic": _generic,
 }
 
 
 def _import_all(
     source: Path, tmp_path: Path, monkeypatch, paths=tuple(PATHS)
-) -> dict[str, tuple[Path, int, list[int], int]]:
-    """Per path: (run, lines the column path took, rows per typed line-path call, chunks
+) -> dict[str, tuple[Path, int, int, int]]:
+    """Per path: (run, lines the column path took, lines the generic path read, chunks
     converted by a worker process)."""
     runs = {}
     for name in paths:
         column: list[int] = []
-        typed: list[int] = []
-        real_apply, real_records = _lmeval.apply, _lmeval.FastLines.records
+        generic: list[int] = []
+        real_apply, real_line = _lmeval.apply, _lmeval._Samples.line
 
         def counting_apply(st, out, batch, column=column, real_apply=real_apply):
             ok = real_apply(st, out, batch)
             column.append(len(out.problem_ids) if ok else 0)
             return ok
 
-        def counting_records(self, rows, *lists, typed=typed, real_records=real_records):
-            typed.append(len(rows))
-            return real_records(self, rows, *lists)
+        def counting_line(self, number, line, generic=generic, real_line=real_line):
+            generic.append(number)
+            return real_line(self, number, line)
 
         WORKER_CHUNKS.clear()
         WRITTEN_CHUNKS.clear()
         with monkeypatch.context() as m:
             m.setattr(_lmeval, "apply", counting_apply)
-            m.setattr(_lmeval.FastLines, "records", counting_records)
+            m.setattr(_lmeval._Samples, "line", counting_line)
             PATHS[name](m)
             import_run("lm-eval", source, tmp_path / name)
-        runs[name] = (tmp_path / name, sum(column), typed, sum(WORKER_CHUNKS))
+        runs[name] = (tmp_path / name, sum(column), len(generic), sum(WORKER_CHUNKS))
         WRITTEN[name] = sum(WRITTEN_CHUNKS)
     return runs
 
 
-def _import_both(source: Path, tmp_path: Path, monkeypatch) -> tuple[Path, Path, list[int]]:
-    """(run of the line paths, generic run, rows per typed line-path call)."""
-    runs = _import_all(source, tmp_path, monkeypatch, ("lines", "generic"))
-    return runs["lines"][0], runs["generic"][0], runs["lines"][2]
-
-
-def _assert_all_same(runs: dict[str, tuple[Path, int, list[int], int]]) -> None:
+def _assert_all_same(runs: dict[str, tuple[Path, int, int, int]]) -> None:
     for name, (run, *_) in runs.items():
         if name != "generic":
             _assert_same_run(run, runs["generic"][0])
@@ -155,17 +132,12 @@ def _assert_same_run(fast: Path, generic: Path) -> None:
 def test_real_lmeval_files_import_the_same_on_every_path(variant, tmp_path, monkeypatch):
     runs = _import_all(DATA / variant, tmp_path, monkeypatch)
     # every line after the first took the column path, in this process or in the workers
-    columns = ("column", "column-python", "parallel", "parallel-python")
-    assert {runs[p][1] for p in columns} == {99}
-    assert all(runs[p][2] == [] for p in columns)  # and no line the line path
-    assert runs["parallel"][3] > 0 and runs["parallel-python"][3] > 0
-    assert runs["column"][3] == 0
-    # with the C code, the workers append the records to the files themselves
-    assert (WRITTEN["parallel"] > 0) == C_BUILT and WRITTEN["parallel-python"] == 0
-    _, _, typed, _ = runs["lines"]
+    assert runs["column"][1] == runs["parallel"][1] == 99
+    assert runs["column"][2] == runs["parallel"][2] == 1  # the generic path read the first
+    assert runs["generic"][1:3] == (0, 100)
+    assert runs["parallel"][3] > 0 and runs["column"][3] == 0
+    assert WRITTEN["parallel"] > 0  # the workers appended records to the files themselves
     fast = runs["parallel"][0]
-    assert sum(typed) == 99  # with the column path off, the typed line path took them
-    assert max(typed) > 1  # many lines per decode call
     _assert_all_same(runs)
     hashes = [
         orjson.loads(x)["content_hash"]
@@ -246,8 +218,8 @@ def _awkward_source(
     folder: Path, n: int = 400, every: int = 23, extra: bool = True, skip: tuple[int, ...] = ()
 ) -> Path:
     """Samples whose line i is awkward in way ``i % every`` (kinds 1 to 16, but not those in
-    ``skip``); ``extra``: every line has a key the importer does not know (so only the line
-    paths read the file)."""
+    ``skip``); ``extra``: every line has a key the importer does not know (so only the
+    generic path reads the file)."""
     folder.mkdir()
     _write_results(folder)
     rows: list[str] = []
@@ -299,7 +271,7 @@ def test_awkward_lines_import_the_same_on_every_path(tmp_path, monkeypatch):
     _awkward_source(tmp_path / "src")
     runs = _import_all(tmp_path / "src", tmp_path, monkeypatch)
     assert {runs[p][1] for p in PATHS} == {0}  # a key the column path refuses
-    assert sum(runs["column"][2]) > 300  # most lines took the typed line path
+    assert {runs[p][2] for p in PATHS} == {400}  # every line by the generic path
     _assert_all_same(runs)
     fast = runs["column"][0]
     summary = orjson.loads((fast / "manifest.json").read_bytes())["import"]["tasks"]["odd"]
@@ -322,29 +294,38 @@ def test_awkward_lines_import_the_same_on_every_path(tmp_path, monkeypatch):
     assert summary["problems"] == 400 - per_kind[3]
 
 
-def test_rare_awkward_lines_among_common_ones_import_the_same_on_every_path(tmp_path, monkeypatch):
-    """Chunks of the common shape take the column path; a chunk with any awkward line (one
-    of each kind, every 150 lines) is read by the line paths, in the same order."""
-    _awkward_source(tmp_path / "src", n=3000, every=150, extra=False)
+@pytest.mark.parametrize("extra", [False, True], ids=["common-keys", "an-extra-key"])
+def test_rare_awkward_lines_among_common_ones_import_the_same_on_every_path(
+    extra, tmp_path, monkeypatch
+):
+    """Chunks of the common shape take the column path (with ``extra``, every line also has
+    a key the importer does not map, counted once per line on both paths); a chunk with
+    any awkward line (one of each kind, every 150 lines) is read by the generic path, in
+    the same order."""
+    _awkward_source(tmp_path / "src", n=3000, every=150, extra=extra)
     runs = _import_all(tmp_path / "src", tmp_path, monkeypatch)
-    for name in ("column", "column-python", "parallel", "parallel-python"):
-        column, typed = runs[name][1], sum(runs[name][2])
-        assert column > 1500 and typed > 150, (name, column, typed)
-    assert runs["parallel"][3] > 10 and runs["parallel-python"][3] > 10  # by the workers
+    for name in ("column", "parallel"):
+        column, generic = runs[name][1], runs[name][2]
+        assert column > 1500 and generic > 150, (name, column, generic)
+    assert runs["parallel"][3] > 10  # by the workers
     _assert_all_same(runs)
+    summary = orjson.loads((runs["parallel"][0] / "manifest.json").read_bytes())["import"]
+    unmapped = {u["field"]: u["count"] for u in summary["tasks"]["odd"]["unmapped"]}
+    # every line but those without it (kind 2) and those of another filter (kind 3)
+    assert unmapped.get("task_extra", 0) == (3000 - 20 - 20 if extra else 0)
 
 
 def test_segments_written_by_workers_and_by_this_process_interleave(tmp_path, monkeypatch):
-    """Awkward lines the typed line path reads (a partial score, no answer, no doc, ...)
-    leave the doc_ids increasing, so the workers go on writing the segments they converted
-    whole, between those this process writes. (A line the generic path reads, a string
-    doc_id or a repeated one makes every later id a set lookup, here: then this process
-    writes everything after it.)"""
-    _awkward_source(tmp_path / "src", n=3000, every=150, extra=False, skip=(1, 3, 9, 11))
+    """Awkward lines the generic path reads (another key, another filter, a partial score,
+    no answer, no doc, ...) leave the doc_ids increasing, so the workers go on writing the
+    segments they converted whole, between those this process writes. (A string doc_id or
+    a repeated one makes every later id a set lookup, here: then this process writes
+    everything after it.)"""
+    _awkward_source(tmp_path / "src", n=3000, every=150, extra=False, skip=(11,))
     runs = _import_all(tmp_path / "src", tmp_path, monkeypatch)
-    assert (WRITTEN["parallel"] > 10) == C_BUILT
-    assert sum(runs["parallel"][2]) > 100  # and this process read the awkward ones
-    assert runs["lines"][1] == runs["generic"][1] == 0
+    assert WRITTEN["parallel"] > 10
+    assert runs["parallel"][2] > 100  # and this process read the awkward ones
+    assert runs["generic"][1] == 0
     _assert_all_same(runs)
 
 
@@ -371,7 +352,7 @@ def _errors(source: Path, tmp_path: Path, monkeypatch) -> dict[str, str]:
     ],
     ids=["duplicate", "bad-json", "truncated", "not-a-sample"],
 )
-@pytest.mark.parametrize("extra", [True, False], ids=["lines", "columns"])
+@pytest.mark.parametrize("extra", [True, False], ids=["generic", "columns"])
 def test_bad_lines_deep_in_a_file_are_the_same_one_line_errors(
     edit, message, extra, tmp_path, monkeypatch
 ):
@@ -386,7 +367,7 @@ def test_bad_lines_deep_in_a_file_are_the_same_one_line_errors(
     assert message in errors["generic"] and f"{samples}:" in errors["generic"]
 
 
-@pytest.mark.parametrize("extra", [True, False], ids=["lines", "columns"])
+@pytest.mark.parametrize("extra", [True, False], ids=["generic", "columns"])
 def test_invalid_utf8_deep_in_a_file_is_refused_on_every_path(extra, tmp_path, monkeypatch):
     samples = _awkward_source(tmp_path / "src", every=150, extra=extra)
     data = samples.read_bytes().replace(b'"t-300"', b'"t-\xff00"')
@@ -434,8 +415,8 @@ def test_integer_ids_out_of_order_import_the_same_on_every_path(tmp_path, monkey
     rows = [json.dumps(_line(7, False, doc_id=i)) for i in ids]
     (tmp_path / "src" / _SAMPLES_NAME).write_text("\n".join(rows) + "\n")
     runs = _import_all(tmp_path / "src", tmp_path, monkeypatch)
-    assert sum(runs["lines"][2]) == len(ids) - 1
-    assert all(runs[p][1] > 300 for p in ("column", "column-python", "parallel"))
+    assert runs["generic"][2] == len(ids)
+    assert all(runs[p][1] > 300 for p in ("column", "parallel"))
     _assert_all_same(runs)
     assert orjson.loads((runs["column"][0] / "manifest.json").read_bytes())["import"]["totals"][
         "problems"

@@ -16,6 +16,7 @@ from conftest import assert_run_valid, run_cli, run_config, write_math_task
 from rolleval import run_eval
 from rolleval.errors import DataError
 from rolleval.records import (
+    SCHEMA_VERSION,
     JudgementRecord,
     PromptRecord,
     RolloutRecord,
@@ -161,8 +162,8 @@ def test_row_field_types_accept_what_the_model_declares():
     hints = typing.get_type_hints(ScoredJudgementRow)
     for name, ann in hints.items():
         model_ann = JudgementRecord.model_fields[name].annotation
-        if name == "output_tokens":
-            assert model_ann == int | None and ann == float | None  # tokens read as float
+        if name in ("output_tokens", "reasoning_tokens", "thought_chars", "answer_chars"):
+            assert model_ann == int | None and ann == float | None  # counts read as float
         elif name == "status":
             assert ann is str  # the Literal is checked by the table, naming the line
         elif name == "metrics":
@@ -305,10 +306,11 @@ _V1_PROFILE = {
 }
 
 
-def test_files_written_by_the_first_schema_1_writers_read_as_schema_2(tmp_path):
+def test_files_written_by_the_first_schema_1_writers_read_as_the_current_schema(tmp_path):
     """The JSON files as rolleval 0.1.0's runner wrote them (nulls kept, no versions in
     task.json / profile.json, judgement keys in the old order) read back unchanged, but for
-    the version (lifted to 2) and the manifest's ``measurement.n`` (now ``n_rollouts``)."""
+    the version (lifted to 3), the manifest's ``measurement.n`` (now ``n_rollouts``) and
+    task.json's ``thinking`` (``"none"``: its texts were graded whole)."""
     from rolleval import report_run
     from rolleval.records import Profile
 
@@ -353,11 +355,14 @@ def test_files_written_by_the_first_schema_1_writers_read_as_schema_2(tmp_path):
     (task / "judgements.jsonl").write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in judgements))
     rd = RunDir.open(run)
     assert rd.info.segments[0].completed == 4 and rd.task_names() == ["t"]
-    assert rd.info.schema_version == 2 and rd.info.measurement == {"model": "m", "n_rollouts": 2}
+    assert rd.info.schema_version == SCHEMA_VERSION and rd.info.measurement == {
+        "model": "m",
+        "n_rollouts": 2,
+    }
     tf = rd.task("t")
     # every key, nulls included, as stored; the version lifted to the current one
-    assert tf.read_task() == {**_V1_TASK, "schema_version": 2}
-    assert tf.read_settings().schema_version == 2
+    assert tf.read_task() == {**_V1_TASK, "schema_version": SCHEMA_VERSION, "thinking": "none"}
+    assert tf.read_settings().schema_version == SCHEMA_VERSION
     assert Profile.model_validate(_V1_PROFILE).rollouts.effective == 4
     assert tf.read_prompts().by_id["t/b"].reference == ["2", "two"]
     assert len(tf.read_judgements().effective) == 4

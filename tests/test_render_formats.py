@@ -58,9 +58,42 @@ def test_fixture_exercises_drops_na_and_health(results):
 @pytest.mark.parametrize("name", ["run", "compare", "compare8", "gate"])
 @pytest.mark.parametrize("fmt", ["text", "md"])
 def test_every_number_of_the_json_is_in_the_rendering(results, name, fmt):
+    # a run report's text shows every metric with --all-metrics (its default is compact);
+    # Markdown carries all of them by default, in a collapsible section
     data = results[name]
-    out = render(_kind(name), data, fmt)
+    out = render(_kind(name), data, fmt, all_metrics=fmt == "text")
     assert missing(data, out) == []
+
+
+def test_a_run_reports_text_is_compact_by_default(results):
+    """Issue 25 item 15: pass@1 with its interval, pass@k and pass^k at the run's ks, the
+    health lines; the other metrics only with --all-metrics (and a line saying so)."""
+    data = results["run"]
+    rep = data["tasks"]["synthetic_math"]
+    out = render("run", data, "text")
+    rows = {line.split()[0] for line in out.splitlines() if line.startswith("  ") and line.split()}
+    assert {"pass@1", "pass@2", "pass^2", "pass@4", "pass^4", "pass@8", "pass^8"} <= rows
+    assert {"maj@n", "self_consistency", "G-Pass@4_0.5", "mG-Pass@8"}.isdisjoint(rows)
+    assert {"n_unextracted", "infra_errors", "missing", "output_tokens_mean"} <= rows
+    assert f"{len(rep['metrics']) - 7} more metrics" in out and "--all-metrics" in out
+    full = render("run", data, "text", all_metrics=True)
+    lines = full.splitlines()
+    head = {
+        g: i
+        for i, line in enumerate(lines)
+        for g in ("accuracy", "consistency")
+        if line.strip().startswith(g + " ")
+    }
+    at = {
+        line.split()[0]: i for i, line in enumerate(lines) if line.startswith("  ") and line.split()
+    }
+    # self_consistency sits with the agreement metrics, under the consistency heading, and the
+    # legend says what it measures
+    assert head["accuracy"] < at["maj@n"] < head["consistency"] < at["self_consistency"]
+    assert (
+        "self_consistency = the share of a problem's rollouts that give its most common answer"
+        in " ".join(full.split())
+    )
 
 
 @pytest.mark.parametrize("name", ["run", "compare", "compare8", "gate"])

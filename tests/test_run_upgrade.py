@@ -16,6 +16,7 @@ import pytest
 from conftest import assert_run_valid, run_cli, run_config, write_run_yaml
 from rolleval import run_eval
 from rolleval.errors import UsageError
+from rolleval.records import SCHEMA_VERSION
 from rolleval.rundir._store import RunDir
 from rolleval.testing import OpenAIServer
 
@@ -44,12 +45,12 @@ def _manifest(run: Path) -> dict:
     return json.loads((run / "manifest.json").read_text())
 
 
-def test_the_stored_manifest_is_schema_1_and_reads_as_schema_2(old_run):
+def test_the_stored_manifest_is_schema_1_and_reads_as_the_current_schema(old_run):
     stored = _manifest(old_run)
     assert stored["schema_version"] == 1 and stored["measurement"]["n"] == 2
     assert "n_rollouts" not in stored["measurement"]
     info = RunDir.open(old_run).info
-    assert info.schema_version == 2
+    assert info.schema_version == SCHEMA_VERSION
     assert info.measurement is not None and info.measurement["n_rollouts"] == 2
     assert "n" not in info.measurement
 
@@ -63,7 +64,7 @@ def test_an_old_run_resumes_without_a_config_change(old_run):
         assert srv.completion_requests == 2  # the two rollouts that failed, and only they
     assert out.failed == 0 and out.completed == 2
     after = _manifest(old_run)
-    assert after["schema_version"] == 2 and after["run_id"] == before["run_id"]
+    assert after["schema_version"] == SCHEMA_VERSION and after["run_id"] == before["run_id"]
     expected = {("n_rollouts" if k == "n" else k): v for k, v in before["measurement"].items()}
     assert after["measurement"] == expected
     assert [s["status"] for s in after["segments"]] == ["completed", "completed"]

@@ -9,7 +9,6 @@ import signal
 import subprocess
 import sys
 import time
-from types import SimpleNamespace
 
 import orjson
 import pytest
@@ -200,15 +199,15 @@ def test_every_rollout_failing_is_a_run_error(tmp_path, data_file):
 
 
 def test_dead_endpoint_trips_the_breaker_and_the_run_stays_resumable(tmp_path, data_file):
-    with OpenAIServer() as srv:
-        url = srv.base_url
-    cfg = _config(data_file, srv, max_retries=0, concurrency=2).model_copy(
-        update={"endpoints": [url]}
-    )
-    with pytest.raises(
-        RunError, match=r"stopped after 2[4-9] consecutive rollouts failed .*rerun with --resume"
-    ):
-        run_eval(cfg, tmp_path / "run", progress=False)
+    # The server answers /models (so the pre-flight passes) and drops every completion
+    # request: connection-level failures, as when a server dies once the run has started.
+    with OpenAIServer(faults=lambda r: Fault.drop()) as srv:
+        cfg = _config(data_file, srv, max_retries=0, concurrency=2)
+        with pytest.raises(
+            RunError,
+            match=r"stopped after 2[4-9] consecutive rollouts failed .*rerun with --resume",
+        ):
+            run_eval(cfg, tmp_path / "run", progress=False)
     rollouts = (tmp_path / "run" / "tasks" / "sums" / "rollouts.jsonl").read_bytes().splitlines()
     assert 24 <= len(rollouts) < N_PROBLEMS * 4  # stopped early, nothing lost
     assert json.loads((tmp_path / "run" / "manifest.json").read_text())["status"] == "interrupted"
@@ -319,6 +318,8 @@ def test_ctrl_c_leaves_a_resumable_run_and_exits_130(tmp_path, data_file, sig):
         _, err = child.communicate(timeout=60)
         assert child.returncode == 130, err
         assert "interrupted" in err and "Traceback" not in err
+        # issue 25 item 3: the message names the command that continues the run
+        assert f"resume with: rolleval run --out {out} --resume" in err
         manifest = json.loads((out / "manifest.json").read_text())
         assert manifest["status"] == "interrupted"
         done = rollouts.read_bytes().count(b"\n")
@@ -337,16 +338,19 @@ def test_missing_grading_dependency_refuses_before_anything_is_written(tmp_path,
         "from rolleval._cli import main\n"
         "sys.exit(main(sys.argv[1:]))\n"
     )
-    nowhere = SimpleNamespace(model="m", base_url="http://127.0.0.1:9/v1")  # never asked
-    cfg = write_run_yaml(tmp_path / "run.yaml", nowhere, data_file)
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    res = subprocess.run(
-        [sys.executable, "-c", code, "run", "--config", str(cfg), "--out", str(tmp_path / "r")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    # a live server (the pre-flight only opens a connection, sending nothing, before the
+    # task checks: a dead endpoint would be reported first, exit 4), never asked anything
+    with OpenAIServer() as srv:
+        cfg = write_run_yaml(tmp_path / "run.yaml", srv, data_file)
+        env = {**os.environ, "PYTHONWARNINGS": "ignore"}
+        res = subprocess.run(
+            [sys.executable, "-c", code, "run", "--config", str(cfg), "--out", str(tmp_path / "r")],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert sum(srv.path_counts.values()) == 0
     assert res.returncode == 2, res.stderr
     assert "pip install 'rolleval[math]'" in res.stderr and "Traceback" not in res.stderr
     assert not (tmp_path / "r").exists()

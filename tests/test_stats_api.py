@@ -16,6 +16,9 @@ RESULTS = [name for name in stats_pkg.__all__ if inspect.isclass(getattr(stats_p
 # Parameters that carry data and may be passed by position; everything else is
 # keyword-only.
 DATA_PARAMETERS = {
+    "betting_bets": ["x"],
+    "betting_capital": ["values", "null"],
+    "betting_cs": ["values"],
     "bootstrap_ci": ["scores"],
     "grouped_bootstrap_ci": ["scores"],
     "grouped_bootstrap_columns": ["scores"],

@@ -14,14 +14,13 @@ The commands of the CLI are thin layers over these functions: ``rolleval run`` i
 ``baseline save`` :func:`save_baseline` and ``plan`` :func:`plan_runs`.
 """
 
-from ._importers import import_run
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ._public import publish
-from ._report._api import ReportResult, report_run
-from ._runner import RunOutcome, derive_seed, run_eval
-from ._runner._config import RunConfig, SamplingOverrides, build_config, load_config_file
-from ._runner._regrade import RegradeResult, regrade_run
 from ._version import __version__
-from .compare import compare_runs, gate_run, plan_runs, save_baseline
 from .errors import (
     DataError,
     MissingDependencyError,
@@ -30,7 +29,52 @@ from .errors import (
     SchemaVersionError,
     UsageError,
 )
-from .rundir._show import show_records
+
+if TYPE_CHECKING:
+    from ._importers import import_run
+    from ._report._api import ReportResult, report_run
+    from ._runner import RunOutcome, derive_seed, run_eval
+    from ._runner._config import RunConfig, SamplingOverrides, build_config, load_config_file
+    from ._runner._regrade import RegradeResult, regrade_run
+    from .compare import compare_runs, gate_run, plan_runs, save_baseline
+    from .rundir._show import show_records
+
+#: Names imported on first use (PEP 562), so that ``import rolleval`` (and so every CLI
+#: start, ``--help`` and ``--version`` included) does not load numpy, pydantic or httpx.
+_LAZY = {
+    "import_run": "._importers",
+    "ReportResult": "._report._api",
+    "report_run": "._report._api",
+    "RunOutcome": "._runner",
+    "derive_seed": "._runner",
+    "run_eval": "._runner",
+    "RunConfig": "._runner._config",
+    "SamplingOverrides": "._runner._config",
+    "build_config": "._runner._config",
+    "load_config_file": "._runner._config",
+    "RegradeResult": "._runner._regrade",
+    "regrade_run": "._runner._regrade",
+    "compare_runs": ".compare",
+    "gate_run": ".compare",
+    "plan_runs": ".compare",
+    "save_baseline": ".compare",
+    "show_records": ".rundir._show",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rolleval' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    publish(__name__, {name: value}, [name])
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "DataError",
@@ -59,4 +103,4 @@ __all__ = [
     "show_records",
 ]
 
-publish(__name__, globals(), __all__)
+publish(__name__, globals(), [n for n in __all__ if n not in _LAZY])

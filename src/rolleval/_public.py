@@ -7,7 +7,7 @@ rather than ``rolleval.compare._runs.compare_runs`` (as httpx does).
 
 from __future__ import annotations
 
-import inspect
+import types
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -38,7 +38,7 @@ def publish(module: str, namespace: Mapping[str, Any], names: Iterable[str]) -> 
     defines in a private module (one a user does not import from)."""
     for name in names:
         obj = namespace[name]
-        if not (inspect.isclass(obj) or inspect.isfunction(obj)):
+        if not isinstance(obj, (type, types.FunctionType)):  # classes and functions
             continue  # constants and typing aliases stay as they are
         home = getattr(obj, "__module__", "")
         if home.split(".")[0] == "rolleval" and home not in PUBLIC_MODULES:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -161,3 +162,85 @@ def test_lone_surrogates_and_nul_in_data_stay_inert(tmp_path, open_page, pages):
     # the lone surrogate is kept or replaced, never an error; the rest is literal text
     assert re.match("a[\ud800\ufffd]b\u2039U\\+0000\u203ac</script><script>window", text)
     assert page.tab.evaluate("() => window.__pwned === undefined") and page.errors == []
+
+
+def test_the_thought_is_shown_collapsed_above_the_answer_and_inert(tmp_path, open_page):
+    """Issue 19: a reasoning model's thought (here hostile text in the rollout's
+    ``reasoning``) sits in a closed <details> above the answer, as text only."""
+    import orjson
+
+    run = write_synthetic_run(tmp_path / "r", n_problems=5, n_rollouts=2, rng=3).path
+    path = next(run.glob("tasks/*/rollouts.jsonl"))
+    lines = []
+    for line in path.read_bytes().splitlines():
+        rec = orjson.loads(line)
+        if rec["index"] == 0:
+            rec["reasoning"] = HOSTILE
+        lines.append(orjson.dumps(rec))
+    path.write_bytes(b"\n".join(lines) + b"\n")
+    rep = report_run(run, n_resamples=100, write=False).report
+    page = open_page(write_html(tmp_path / "run.html", report_html(rep, run=run)))
+    page.tab.click("#problems tbody tr >> nth=0")
+    page.tab.wait_for_selector(".rollout")
+    box = page.tab.query_selector(".rollout >> nth=0")
+    thought = box.query_selector("details.thought")
+    assert thought is not None and thought.get_attribute("open") is None  # collapsed
+    children = box.eval_on_selector_all(":scope > *", "els => els.map(e => e.tagName)")
+    assert children.index("DETAILS") < children.index("PRE")  # above the answer
+    assert f"thought ({len(HOSTILE)} chars)" in thought.query_selector("summary").inner_text()
+    text = thought.eval_on_selector("pre", "e => e.textContent")
+    assert "<script>window.__pwned = 1; alert(1)</script>" in text
+    assert page.tab.evaluate("() => window.__pwned === undefined")
+    assert page.dialogs == [] and page.errors == []
+    assert page.tab.query_selector_all("#rv-detail script, #rv-detail img, #rv-detail b") == []
+    assert page.tab.query_selector(".rollout >> nth=1").query_selector("details") is None
+
+
+def test_clicking_a_problem_that_moved_most_opens_its_rollouts(pages, open_page):
+    """Issue 25 item 20: the movers table of the comparison opens the problem it names."""
+    data = pages["compare"][1]
+    first = next(m for m in data["tasks"][0]["movers"] if (m.get("delta") or 0) != 0)
+    page = open_page(pages["compare"][0])
+    page.tab.click(f"#facts tr.goto:has-text('{first['id']}')")
+    page.tab.wait_for_selector(".rollout")
+    assert page.tab.inner_text("#rv-detail h3").strip() == f"synthetic_math / {first['id']}"
+    assert len(page.tab.query_selector_all(".side-candidate .rollout")) == 6
+    assert page.errors == []
+
+
+def test_forest_ticks_are_round_and_every_label_is_inside_the_plot(pages, open_page):
+    """Issue 25 item 21: ticks at round values (a step of 1, 2, 2.5 or 5 times a power of
+    ten, symmetric about 0), none clipped at the plot's edge."""
+    from decimal import Decimal
+
+    page = open_page(pages["compare"][0])
+    svg = page.tab.query_selector("svg[aria-label='effect per task with its interval']")
+    labels = [t.text_content() for t in svg.query_selector_all("text.tick")]
+    values = [Decimal(x) for x in labels]
+    assert len(values) >= 3 and values == sorted(values) and values[len(values) // 2] == 0
+    assert values == [-v for v in reversed(values)]
+    step = values[-1] - values[-2]
+    assert all(b - a == step for a, b in itertools.pairwise(values))
+    mantissa = step.scaleb(-step.adjusted()).normalize()
+    assert mantissa in {Decimal(1), Decimal(2), Decimal("2.5"), Decimal(5)}, step
+    width = float(svg.get_attribute("width"))
+    for t in svg.query_selector_all("text"):
+        box = t.evaluate("e => { const b = e.getBBox(); return [b.x, b.x + b.width]; }")
+        assert box[0] >= 0 and box[1] <= width, (t.text_content(), box, width)
+
+
+def test_token_histograms_share_their_bins_and_one_axis(pages, open_page):
+    """Issue 25 item 21: baseline and candidate output tokens in one plot over the same bins."""
+    page = open_page(pages["compare"][0])
+    svg = page.tab.query_selector("svg[aria-label='synthetic_math: output tokens']")
+    bars = {
+        side: svg.query_selector_all(f"rect.bar[data-series='{side}']")
+        for side in ("baseline", "candidate")
+    }
+    assert len(bars["baseline"]) == len(bars["candidate"]) >= 2
+    for b, c in zip(bars["baseline"], bars["candidate"]):  # bin by bin, side by side
+        assert (
+            b.query_selector("title").text_content().split(" ", 1)[1].split(":")[0]
+            == (c.query_selector("title").text_content().split(" ", 1)[1].split(":")[0])
+        )
+    assert len(page.tab.query_selector_all("svg[aria-label*='output tokens']")) == 1

@@ -167,7 +167,10 @@ def test_interrupt_is_one_line_exit_130_and_resumable(tmp_path: Path, how: str) 
             os.kill(proc.pid, signal.SIGTERM)
         stdout, stderr = proc.communicate(timeout=60)
         assert proc.returncode == 130, stderr
-        assert stderr == b"rolleval: interrupted\n", stderr.decode()
+        # one line, naming the command that continues the run (issue 25 item 3)
+        assert stderr.decode() == (
+            f"rolleval: interrupted; resume with: rolleval run --out {run_dir} --resume\n"
+        )
         assert stdout == b""
         _wait(lambda: not any(_alive(p) for p in family), 15, "workers to stop")
         manifest = orjson.loads((run_dir / "manifest.json").read_bytes())

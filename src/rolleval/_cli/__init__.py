@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
@@ -58,21 +59,40 @@ def _traceback(code: int) -> int:
     return code
 
 
+def _reader_gone() -> None:
+    """stdout's reader closed the pipe (``| head``): send what is still buffered, and all
+    later output, to /dev/null, so that nothing more is said at exit."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # no real stdout (a test's capture)
+        pass
+
+
 def _main(args: list[str]) -> int:
     debug = "--debug" in args
+    meta: dict[str, Any] = {}
     try:
         # Not cli.main(): on Ctrl-C it prints a blank line before raising Abort.
         with cli.make_context("rolleval", args) as ctx:
+            meta = ctx.meta
             rv = cli.invoke(ctx)
     except click.exceptions.Exit as exc:  # --help, --version
         return exc.exit_code
+    except BrokenPipeError:
+        # The reader stopped reading: not an error. The command's exit code when it had
+        # decided it (gate, compare), else 0 (everything it printed was read as written).
+        _reader_gone()
+        return int(meta.get("rolleval.exit_code", 0))
     except RollevalError as exc:
         if debug:
             return _traceback(exc.exit_code)
         _say_error(f"rolleval: error: {exc}")
         return exc.exit_code
-    except (click.exceptions.Abort, KeyboardInterrupt):
-        _say_error("rolleval: interrupted")
+    except (click.exceptions.Abort, KeyboardInterrupt) as exc:
+        hint = getattr(exc, "hint", None)
+        _say_error("rolleval: interrupted" + (f"; {hint}" if hint else ""))
         return EXIT_INTERRUPTED
     except click.ClickException as exc:
         if debug:

@@ -4,6 +4,21 @@ import click
 
 from .._version import __version__
 
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C with something to tell: ``hint`` is printed after "rolleval: interrupted"."""
+
+    def __init__(self, hint: str):
+        super().__init__(hint)
+        self.hint = hint
+
+
+def will_exit(code: int) -> None:
+    """Record the exit code a command has decided before it prints: should its reader stop
+    reading (``rolleval gate ... | head``), the command still exits with it."""
+    click.get_current_context().meta["rolleval.exit_code"] = code
+
+
 CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
 
 

@@ -1,13 +1,12 @@
 from __future__ import annotations
 
 import os
-from typing import Literal
+from typing import Any, Literal
 
 import click
 
-from .._report._render import FORMATS, emit
-from ..rundir._store import atomic_write_json
-from ._app import cli
+from .._report._formats import FORMATS
+from ._app import cli, will_exit
 from ._options import (
     allow_incomplete_option,
     alpha_option,
@@ -45,6 +44,14 @@ from ._options import (
 @n_resamples_option
 @seed_option
 @tasks_option("Compare only this task (repeatable).")
+@click.option(
+    "--task-map",
+    "task_map",
+    metavar="BASE=CAND",
+    multiple=True,
+    help="Pair baseline task BASE with candidate task CAND (repeatable): for runs that name "
+    "one benchmark differently and whose problems do not match by content.",
+)
 @unmatched_option
 @click.option(
     "--require-provenance",
@@ -68,6 +75,7 @@ def compare_cmd(
     n_resamples: int,
     seed: int,
     tasks: tuple[str, ...],
+    task_map: tuple[str, ...],
     unmatched: Literal["error", "exclude"],
     require_provenance: bool,
     observe: bool,
@@ -82,8 +90,13 @@ def compare_cmd(
     1: regression; 3: inconclusive, not enough evidence, or a baseline task missing from the
     candidate; 2: the runs cannot be compared; 4: a run is incomplete (resume it).
     """
+    from .._report._render import emit
     from ..compare import compare_runs
+    from ..compare._seqruns import compare_sequential_run, sequential_design_of
+    from ..rundir._store import atomic_write_json
 
+    if sequential_design_of(candidate) is not None:
+        return _sequential(baseline, candidate, fmt, output, compare_sequential_run)
     res = compare_runs(
         baseline,
         candidate,
@@ -99,7 +112,9 @@ def compare_cmd(
         require_provenance=require_provenance,
         observe=observe,
         allow_incomplete=allow_incomplete,
+        task_map=list(task_map) or None,
     )
+    will_exit(res.exit_code)
     data = res.to_dict()
     if output:
         if os.path.dirname(output):
@@ -111,3 +126,25 @@ def compare_cmd(
 
         click.echo(f"HTML report: {write_html(html_path, compare_html(data))}", err=fmt != "text")
     return res.exit_code
+
+
+def _sequential(baseline: str, candidate: str, fmt: str, output: str | None, run: Any) -> int:
+    """A sequential candidate: its recorded design's verdict (text names the design)."""
+    import json
+
+    from ..compare._sequential import sequential_summary
+    from ..rundir._store import atomic_write_json
+
+    res = run(baseline, candidate)
+    data = res.to_dict()
+    if output:
+        if os.path.dirname(output):
+            os.makedirs(os.path.dirname(output), exist_ok=True)
+        atomic_write_json(output, data)
+    if fmt == "json":
+        click.echo(json.dumps(data, indent=2))
+    else:
+        click.echo(f"compare ({data['method']})")
+        click.echo(sequential_summary(res.design))
+        click.echo(f"verdict: {data['verdict']} (exit {data['exit_code']})")
+    return int(res.exit_code)

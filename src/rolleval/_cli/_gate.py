@@ -1,16 +1,15 @@
 from __future__ import annotations
 
+import sys
 from typing import Literal
 
 import click
 
-from .._report._render import FORMATS, emit
-from ..rundir._store import atomic_write_json
-from ._app import cli
+from .._report._formats import FORMATS
+from ._app import cli, will_exit
 from ._options import (
     allow_incomplete_option,
     confidence_level_option,
-    format_option,
     html_option,
     n_resamples_option,
     observe_option,
@@ -43,12 +42,26 @@ from ._options import (
 @unmatched_option
 @observe_option
 @tasks_option("Gate only this task (repeatable; overrides the policy's tasks).")
+@click.option(
+    "--task-map",
+    "task_map",
+    metavar="BASE=CAND",
+    multiple=True,
+    help="Pair baseline task BASE with task CAND of RUN (repeatable): for runs that name "
+    "one benchmark differently and whose problems do not match by content.",
+)
 @allow_incomplete_option
 @output_option
-@format_option("github", *(f for f in FORMATS if f != "github"))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(list(FORMATS)),
+    default=None,
+    help="[text on a terminal, github otherwise (Markdown, also appended to $GITHUB_STEP_SUMMARY)]",
+)
 @html_option()
 def gate_cmd(
-    fmt: str,
+    fmt: str | None,
     html_path: str | None,
     run: str,
     baseline: str,
@@ -60,14 +73,17 @@ def gate_cmd(
     unmatched: Literal["error", "exclude"],
     observe: bool,
     tasks: tuple[str, ...],
+    task_map: tuple[str, ...],
     allow_incomplete: bool,
     output: str | None,
 ) -> int:
     """Gate RUN against a baseline: exit 1 if a regression is established or a limit broken,
     3 if a gating metric is inconclusive or a baseline task is missing from RUN, 4 if the run
-    failed (incomplete, or infra errors over the limit), 0 otherwise. Prints a Markdown summary
-    (also appended to $GITHUB_STEP_SUMMARY when set)."""
+    failed (incomplete, or infra errors over the limit), 0 otherwise. Prints text on a
+    terminal; elsewhere (CI) a Markdown summary, also appended to $GITHUB_STEP_SUMMARY when set."""
+    from .._report._render import emit
     from ..compare import gate_run, load_policy
+    from ..rundir._store import atomic_write_json
 
     res = gate_run(
         run,
@@ -81,7 +97,11 @@ def gate_cmd(
         observe=observe,
         allow_incomplete=allow_incomplete,
         tasks=list(tasks) or None,
+        task_map=list(task_map) or None,
     )
+    will_exit(res.exit_code)
+    if fmt is None:
+        fmt = "text" if sys.stdout.isatty() else "github"
     data = res.to_dict()
     click.echo(emit("gate", data, fmt))
     if output:

@@ -4,8 +4,11 @@ from typing import Any
 
 import click
 
-from .._importers import FORMATS, import_run
 from ._app import cli
+
+#: ``rolleval._importers.FORMATS``, spelled here so that the CLI starts without loading the
+#: importers (tests/test_import_cost.py checks that the two agree).
+FORMATS = ("lm-eval", "inspect", "lighteval", "tracelens", "sieval")
 
 
 def _summary_lines(summary: dict[str, Any]) -> list[str]:
@@ -42,7 +45,17 @@ def _summary_lines(summary: dict[str, Any]) -> list[str]:
     help="Re-judge every stored rollout with rolleval's grader of this type "
     "(math, mcq, short_answer) instead of using the source's per-sample scores.",
 )
-def import_cmd(fmt: str, source: str, out: str, regrade: str | None) -> int:
+@click.option(
+    "--task-name",
+    "task_name",
+    metavar="NAME|OLD=NEW",
+    multiple=True,
+    help="Name the imported task NAME (one-task sources), or rename task OLD to NEW "
+    "(repeatable), e.g. to share a task name with a run from another harness.",
+)
+def import_cmd(
+    fmt: str, source: str, out: str, regrade: str | None, task_name: tuple[str, ...]
+) -> int:
     """Turn another harness's output (SOURCE, written by FORMAT) into a rolleval run at --out.
 
     FORMAT is lm-eval (an --output_path folder or one samples file), inspect (a log folder,
@@ -50,7 +63,9 @@ def import_cmd(fmt: str, source: str, out: str, regrade: str | None) -> int:
     JSON) or sieval (a result directory). report, show, compare and gate then work on the
     run. Nothing is written at --out unless the whole import succeeds.
     """
-    summary = import_run(fmt, source, out, regrade=regrade)
+    from .._importers import import_run
+
+    summary = import_run(fmt, source, out, regrade=regrade, task_name=list(task_name) or None)
     for line in _summary_lines(summary):
         click.echo(line)
     click.echo(f"run written to {out}")

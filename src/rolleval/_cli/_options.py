@@ -30,6 +30,8 @@ __all__ = [
     "output_option",
     "power_option",
     "seed_option",
+    "task_name",
+    "task_option",
     "tasks_option",
     "unmatched_option",
     "unsafe_exec_option",
@@ -93,9 +95,40 @@ def inference_options(f: F) -> F:
     return confidence_level_option()(n_resamples_option(seed_option(f)))
 
 
+def task_name(value: str | None) -> str | None:
+    """A ``--task`` of a command that reads runs: a task name, or a task config file
+    (``capitals.yaml``, as ``run --task`` takes) standing for the name it declares."""
+    if value is None:
+        return None
+    from .._runner._config import is_task_file
+
+    if not is_task_file(value):
+        return value
+    from ..tasks import task_from_config
+
+    return str(task_from_config(value).name)
+
+
+def _task_names(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    if isinstance(value, tuple):
+        return tuple(task_name(v) for v in value)
+    return task_name(value)
+
+
 def tasks_option(help: str = "Only this task (repeatable).") -> Callable[[F], F]:
-    """``--task`` (repeatable), collected as ``tasks``."""
-    return click.option("--task", "tasks", multiple=True, help=help)
+    """``--task`` (repeatable), collected as ``tasks``; a task config file stands for its name."""
+    return click.option(
+        "--task",
+        "tasks",
+        multiple=True,
+        help=help + " A task config file stands for its name.",
+        callback=_task_names,
+    )
+
+
+def task_option(help: str) -> Callable[[F], F]:
+    """``--task`` (one), a name or a task config file (standing for its name)."""
+    return click.option("--task", default=None, help=help, callback=_task_names)
 
 
 def unmatched_option(f: F) -> F:

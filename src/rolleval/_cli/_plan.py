@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import click
-import orjson
 
-from .._report._render import render_plan
 from ._app import cli
 from ._options import alpha_option, format_option, power_option, tasks_option
 
@@ -35,6 +33,21 @@ from ._options import alpha_option, format_option, power_option, tasks_option
 @power_option("The chance the planned design gives the regression verdict at the true drop.")
 @alpha_option
 @tasks_option("Plan only this task (repeatable).")
+@click.option(
+    "--sequential",
+    is_flag=True,
+    help="Also simulate `run --until-decided` against PILOT: problems to a verdict at EFFECT.",
+)
+@click.option(
+    "--max-problems",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Budget of the simulated sequential run [the pilot's problems].",
+)
+@click.option(
+    "--sims", type=click.IntRange(min=1), default=1000, show_default=True, help="Simulations."
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the simulations.")
 @format_option()
 def plan_cmd(
     pilot: str,
@@ -44,10 +57,17 @@ def plan_cmd(
     power: float,
     alpha: float,
     tasks: tuple[str, ...],
+    sequential: bool,
+    max_problems: int | None,
+    sims: int,
+    seed: int,
     fmt: str,
 ) -> int:
     """Problems and rollouts per problem at which `rolleval compare` says REGRESSION for a
     true pass@1 drop of EFFECT (significant and at least THRESHOLD; Miller 2024)."""
+    import orjson
+
+    from .._report._render import render_plan
     from ..compare import plan_runs
 
     res = plan_runs(
@@ -58,6 +78,10 @@ def plan_cmd(
         alpha=alpha,
         power=power,
         tasks=list(tasks) or None,
+        sequential=sequential,
+        max_problems=max_problems,
+        n_sims=sims,
+        rng=seed,
     )
     if fmt == "json":
         click.echo(orjson.dumps(res, option=orjson.OPT_INDENT_2).decode())

@@ -1,16 +1,14 @@
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import click
-import orjson
 
 from .._sanitize import check_api_key, redact, redact_value, register_secret, terminal_safe
 from ..errors import UsageError
-from ..rundir._show import show_records
-from ..rundir._store import RunDir
 from ._app import cli
-from ._options import format_option
+from ._options import format_option, task_option
 
 
 def _line(text: str) -> None:
@@ -23,7 +21,7 @@ def _block(text: str) -> None:
     click.echo(terminal_safe(redact(text)))
 
 
-def _register_run_key(rd: RunDir) -> None:
+def _register_run_key(rd: Any) -> None:
     """Redact the run's API key too, should a record hold it (defence in depth)."""
     throughput = rd.manifest.get("throughput")
     name = throughput.get("api_key_env") if isinstance(throughput, dict) else None
@@ -35,6 +33,14 @@ def _register_run_key(rd: RunDir) -> None:
             register_secret(check_api_key(value, name))
         except UsageError:  # an unusable key is still redacted as it is
             register_secret(value)
+
+
+def _thought_line(thought: str, width: int = 100) -> str:
+    """The thought sent apart, collapsed to one line above the answer (``--format jsonl``
+    prints it whole)."""
+    flat = " ".join(thought.split())
+    head = flat if len(flat) <= width else flat[: width - 3] + "..."
+    return f"    (thought, {len(thought)} chars, collapsed; --format jsonl for all) {head}"
 
 
 def _prompt_text(prompt: object) -> str:
@@ -54,6 +60,8 @@ def _short(value: object, width: int = 60) -> str:
 
 def _details(rollout: dict[str, object]) -> str:
     """``, em=1 f1=0.67`` for judgement metrics; the code grader's failure kind."""
+    import orjson
+
     parts = []
     metrics = rollout.get("metrics") or {}
     if isinstance(metrics, dict) and metrics:
@@ -71,7 +79,7 @@ def _details(rollout: dict[str, object]) -> str:
 
 @cli.command("show")
 @click.argument("run", type=click.Path(file_okay=False, path_type=str))
-@click.option("--task", default=None, help="Only this task.")
+@task_option("Only this task (a name, or a task config file).")
 @click.option("--problem", "problem", default=None, help="Only this problem id.")
 @click.option(
     "--failures",
@@ -98,6 +106,11 @@ def show_cmd(
 
     Text output shows control characters (escape sequences, BEL, NUL, bidi overrides) as
     visible escapes; ``--format jsonl`` prints the records exactly (JSON-escaped)."""
+    import orjson
+
+    from ..rundir._show import show_records
+    from ..rundir._store import RunDir
+
     rd = RunDir.open(run)
     _register_run_key(rd)
     items = show_records(rd, task=task, problem=problem, failures=failures, unextracted=unextracted)
@@ -122,6 +135,8 @@ def show_cmd(
                 ) + f", extracted {_short(r['extracted'])}"
                 verdict += _details(r)
             _line(f"--- rollout {r['index']} [{verdict}] finish={r.get('finish_reason')}")
+            if r.get("reasoning"):
+                _line(_thought_line(str(r["reasoning"])))
             if r.get("text") is not None:
                 _block(str(r["text"]))
     if not items:

@@ -6,8 +6,6 @@ import contextlib
 import os
 from collections.abc import Iterator
 
-from ..grading._code import UNSAFE_EXEC_ENV
-
 __all__ = ["UNSAFE_EXEC_HELP", "unsafe_exec_scope"]
 
 UNSAFE_EXEC_HELP = (
@@ -22,6 +20,8 @@ def unsafe_exec_scope(enabled: bool) -> Iterator[None]:
     if not enabled:
         yield
         return
+    from ..grading._code import UNSAFE_EXEC_ENV
+
     previous = os.environ.get(UNSAFE_EXEC_ENV)
     os.environ[UNSAFE_EXEC_ENV] = "1"
     try:

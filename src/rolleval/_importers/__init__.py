@@ -11,6 +11,7 @@ every field of every format.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +52,7 @@ def import_run(
     regrade: str | dict[str, Any] | None = None,
     max_unzipped_bytes: int = DEFAULT_MAX_UNZIPPED_BYTES,
     on_task: Any = None,
+    task_name: str | list[str] | dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Import ``source`` (written by the tool ``format``) as a rolleval run at ``out``.
 
@@ -58,6 +60,10 @@ def import_run(
     name such as ``"short_answer"``, or a full grader spec); by default verdicts come from
     the source's own per-sample scores. Returns the import summary (also stored in the
     run's ``manifest.json`` under ``"import"``). Nothing is left at ``out`` on failure.
+
+    ``task_name`` names the imported task(s): a name (the source must hold one task), or
+    ``OLD=NEW`` renames (a list, or a mapping), e.g. so that imports from two harnesses
+    share a task name for ``compare``.
     """
     if format not in _READERS:
         raise UsageError(f"unknown import format {format!r}; accepted: {', '.join(FORMATS)}")
@@ -87,4 +93,42 @@ def import_run(
         grader.check_available()
         spec = grader.spec
     run = reader.read(path, regrade=spec["type"] if spec else None)
+    if task_name:
+        run.tasks = _renamed(run.tasks, task_name, path)
     return write_imported_run(Path(out), run, regrade=spec, on_task=on_task)
+
+
+def _renamed(
+    tasks: Iterator[ImportedTask], task_name: str | list[str] | dict[str, str], path: Path
+) -> Iterator[ImportedTask]:
+    """The source's tasks under the names ``task_name`` gives (see :func:`import_run`)."""
+    items = [task_name] if isinstance(task_name, str) else task_name
+    if isinstance(items, dict):
+        renames, single = dict(items), None
+    else:
+        plain = [i for i in items if "=" not in i]
+        if plain and len(items) > 1:
+            raise UsageError(
+                f"--task-name: give one NAME, or OLD=NEW renames, not both ({', '.join(items)})"
+            )
+        single = plain[0].strip() if plain else None
+        renames = dict(i.split("=", 1) for i in items if "=" in i)
+        renames = {k.strip(): v.strip() for k, v in renames.items()}
+    seen: list[str] = []
+    for task in tasks:
+        seen.append(task.name)
+        if single is not None:
+            if len(seen) > 1:
+                raise UsageError(
+                    f"{path}: --task-name {single} names one task, but the source holds several "
+                    f"({', '.join(seen)}, ...); rename each with --task-name OLD=NEW"
+                )
+            task.name = single
+        elif task.name in renames:
+            task.name = renames.pop(task.name)
+        yield task
+    if renames:
+        raise UsageError(
+            f"{path}: --task-name renames task(s) {', '.join(renames)} the source does not hold "
+            f"(it holds: {', '.join(seen) or 'none'})"
+        )

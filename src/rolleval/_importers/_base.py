@@ -167,6 +167,28 @@ def with_clusters(judgements: list[JudgementRecord]) -> list[JudgementRecord]:
     ]
 
 
+def thought_fields(rollout: RolloutRecord) -> dict[str, Any]:
+    """The judgement's thought health of an imported rollout (``reasoning_tokens``,
+    ``thought_chars``, ``answer_chars``, ``in_thought``), by the default thinking delimiters
+    an imported task is stored with: the same fields :func:`~rolleval.records.make_judgement`
+    writes, so an imported reasoning run reports its thought like a run of rolleval's own."""
+    from ..grading import split_thought
+    from ..records import DEFAULT_THINKING
+
+    out: dict[str, Any] = {}
+    if rollout.usage is not None and rollout.usage.reasoning_tokens is not None:
+        out["reasoning_tokens"] = rollout.usage.reasoning_tokens
+    if rollout.status != "ok" or rollout.options is not None:
+        return out
+    split = split_thought(rollout.text, rollout.reasoning, DEFAULT_THINKING)
+    if split.thought_chars is not None:
+        out["thought_chars"] = split.thought_chars
+        out["answer_chars"] = split.answer_chars
+        if split.in_thought:
+            out["in_thought"] = True
+    return out
+
+
 def source_error(path: Path, what: str, fix: str, *, line: int | None = None) -> DataError:
     """A :class:`DataError` for a source file that is not what its format promises."""
     return DataError(f"{what}; {fix}", path=path, line=line)

@@ -1,6 +1,6 @@
 """A batch of encoded record lines plus the report columns of the same records.
 
-A streaming importer of millions of records (the lm-eval fast path) hands the writer whole
+A streaming importer of millions of records (the lm-eval importer) hands the writer whole
 problems at a time as the JSON lines of the three record streams, already encoded (by the
 line structs of :mod:`rolleval.records._lines`, or by byte templates that give the same
 bytes, checked by ``tests/test_importers_fast.py``), together with the columns the task's
@@ -34,6 +34,10 @@ _J_CONST = {
     "finish_reason": None,
     "output_tokens": None,
     "metrics": None,
+    "reasoning_tokens": None,
+    "thought_chars": None,
+    "answer_chars": None,
+    "in_thought": None,
 }
 _PGET = [(f, attrgetter(f)) for f in _PROMPT_FIELDS]
 _JGET = [(f, attrgetter(f)) for f in JUDGEMENT_FIELDS if f != "metrics"]

@@ -24,6 +24,7 @@ from ._base import (
     check_unique,
     make_prompt,
     source_error,
+    thought_fields,
 )
 from ._io import DEFAULT_MAX_UNZIPPED_BYTES, SafeZip, head_bytes, read_json_file
 
@@ -268,13 +269,27 @@ def _primary_scorer(header: dict[str, Any]) -> str | None:
 
 
 def _text(content: Any) -> str | None:
+    return _text_and_thought(content)[0]
+
+
+def _text_and_thought(content: Any) -> tuple[str | None, str | None]:
+    """A message's text, and its thought: Inspect's ``reasoning`` content parts (a reasoning
+    model's thought; a redacted one has no text and is left out). ``(None, None)`` when the
+    content holds other parts (images, tool calls)."""
     if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [c.get("text") for c in content if isinstance(c, dict) and c.get("type") == "text"]
-        if len(parts) == len(content):
-            return "".join(p or "" for p in parts)
-    return None
+        return content, None
+    if isinstance(content, list) and all(isinstance(c, dict) for c in content):
+        texts = [c.get("text") for c in content if c.get("type") == "text"]
+        thoughts = [
+            c.get("reasoning")
+            for c in content
+            if c.get("type") == "reasoning" and isinstance(c.get("reasoning"), str)
+        ]
+        known = sum(1 for c in content if c.get("type") in ("text", "reasoning"))
+        if known == len(content):
+            thought = "\n\n".join(t for t in thoughts if t)
+            return "".join(t or "" for t in texts), (thought or None)
+    return None, None
 
 
 def _prompt(sample: dict[str, Any]) -> list[Message] | str | None:
@@ -309,7 +324,9 @@ def _rollout(
     output: dict[str, Any] = raw_output if isinstance(raw_output, dict) else {}
     choices = output.get("choices") or []
     message = choices[0].get("message") if choices and isinstance(choices[0], dict) else None
-    text = _text(message.get("content")) if isinstance(message, dict) else None
+    text, thought = (
+        _text_and_thought(message.get("content")) if isinstance(message, dict) else (None, None)
+    )
     stop = choices[0].get("stop_reason") if choices and isinstance(choices[0], dict) else None
     usage_src = output.get("usage") or {}
     usage = None
@@ -317,6 +334,7 @@ def _rollout(
         usage = Usage(
             prompt_tokens=usage_src.get("input_tokens"),
             completion_tokens=usage_src.get("output_tokens"),
+            reasoning_tokens=usage_src.get("reasoning_tokens"),
         )
     limit = sample.get("limit") if isinstance(sample.get("limit"), dict) else None
     error = sample.get("error") if isinstance(sample.get("error"), dict) else None
@@ -341,6 +359,7 @@ def _rollout(
         latency_s=as_float(sample.get("total_time")),
         error=err_text,
         model=output.get("model"),
+        reasoning=thought if status == "ok" else None,
     )
     jrec: dict[str, Any] = {
         "problem_id": pid,
@@ -349,6 +368,7 @@ def _rollout(
         "finish_reason": rollout.finish_reason,
         "output_tokens": usage.completion_tokens if usage else None,
         "grader": identity,
+        **thought_fields(rollout),
     }
     if status == "ok":
         value = _score_value(score.get("value")) if isinstance(score, dict) else None

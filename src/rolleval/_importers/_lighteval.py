@@ -26,6 +26,7 @@ from ._base import (
     check_unique,
     make_prompt,
     source_error,
+    thought_fields,
 )
 from ._io import head_bytes, read_json_file
 
@@ -190,6 +191,7 @@ def _task(path: Path, results: dict[str, Any], regrade: str | None) -> ImportedT
         for key in resp.keys() - _KNOWN_RESPONSE:
             unmapped.add(f"model_response.{key}", "field not known to the importer")
         texts = [t for t in resp.get("text") or [] if isinstance(t, str)]
+        reasonings = resp.get("reasonings") or []
         post = resp.get("text_post_processed") or []
         out_tokens = resp.get("output_tokens") or []
         in_tokens = resp.get("input_tokens") or []
@@ -212,14 +214,22 @@ def _task(path: Path, results: dict[str, Any], regrade: str | None) -> ImportedT
                     completion_tokens=len(out_tokens[j]),
                 )
             truncated = (resp.get("truncated_tokens_count") or 0) > 0
-            rollouts.append(
-                RolloutRecord(problem_id=pid, index=j, status="ok", text=text, usage=usage)
+            thought = reasonings[j] if j < len(reasonings) else None
+            rollout = RolloutRecord(
+                problem_id=pid,
+                index=j,
+                status="ok",
+                text=text,
+                usage=usage,
+                reasoning=thought if isinstance(thought, str) and thought else None,
             )
+            rollouts.append(rollout)
             jrec: dict[str, Any] = {
                 "problem_id": pid,
                 "index": j,
                 "status": "ok",
                 "grader": identity,
+                **thought_fields(rollout),
             }
             if value is None:
                 jrec["grader_error"] = "lighteval logged no value for the metric"

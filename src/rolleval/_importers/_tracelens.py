@@ -10,6 +10,7 @@ any outcome is a ``grader_error``. Problems carry TraceLens's per-task content h
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +81,7 @@ class TraceLensReader:
         raw_prov = data.get("provenance")
         prov: dict[str, Any] = raw_prov if isinstance(raw_prov, dict) else {}
         measurement = prov.get("measurement") or {}
-        name = str(measurement.get("eval_set_name") or path.name.split(".")[0])
+        name = str(measurement.get("eval_set_name") or _unnamed_set(data["trials"]))
         model = None
         candidate = prov.get("candidate") or {}
         adapter = candidate.get("adapter") or {}
@@ -96,6 +97,17 @@ class TraceLensReader:
             "provenance": prov or None,
         }
         return ImportedRun(self.name, path, model, provenance, iter([task]))
+
+
+def _unnamed_set(trials: list[Any]) -> str:
+    """The name of an eval set a file without provenance does not name: from its task ids,
+    which is how TraceLens compares such files, so two files of one eval set share it (the
+    file name would differ between them)."""
+    ids = sorted(
+        {t["task_id"] for t in trials if isinstance(t, dict) and isinstance(t.get("task_id"), str)}
+    )
+    digest = hashlib.sha256("\n".join(ids).encode("utf-8")).hexdigest()[:12]
+    return f"tracelens-{digest}"
 
 
 def _task(path: Path, data: dict[str, Any], name: str, measurement: dict[str, Any]) -> ImportedTask:

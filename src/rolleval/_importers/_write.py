@@ -32,7 +32,6 @@ from ..rundir._store import JSON_FILE_OPTIONS, JsonlColumns, validate_model
 from ..rundir._table import JUDGEMENT_FIELDS, PromptRow
 from ..rundir._writer import RunWriter, TaskWriter
 from ._base import ImportedRun, ImportedTask, with_clusters
-from .lmeval._c import strict_c as _strict_c
 
 __all__ = ["write_imported_run"]
 
@@ -119,18 +118,15 @@ def _task_json(
 ) -> list[bytes]:
     """The bytes :func:`~rolleval.rundir._store.atomic_write_json` writes for ``dumped`` with
     ``problem_hashes`` = ``{id: hash}`` over the two columns (ids distinct; None hashes left
-    out), built without that dict: at a million problems, building it and having orjson sort
-    it took a second. The members are sorted as orjson sorts keys (by code point, which is
-    Python's string order: ``order``, the positions sorted by id) and written by the C
-    extension where it is built. Returned as pieces of the file, not copied into one."""
+    out), without having orjson sort the whole file's keys: the members are put in the order
+    orjson sorts keys (by code point, which is Python's string order: ``order``, the
+    positions sorted by id, shared with the report's table) and dumped apart from the rest.
+    Returned as pieces of the file, not copied into one."""
     text = orjson.dumps({**dumped, "problem_hashes": {}}, option=JSON_FILE_OPTIONS)
     placeholder = _MEMBER + b"{}"
     assert text.count(placeholder) == 1  # a top-level key: its indentation is unique
-    if _strict_c is not None:
-        body = _strict_c.indented_map(ids, hashes, order)
-    else:
-        members = {ids[i]: hashes[i] for i in order if hashes[i] is not None}
-        body = orjson.dumps(members, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n  ")
+    members = {ids[i]: hashes[i] for i in order if hashes[i] is not None}
+    body = orjson.dumps(members, option=orjson.OPT_INDENT_2).replace(b"\n", b"\n  ")
     head, tail = text.split(placeholder)
     return [head, _MEMBER, body, tail]
 

@@ -31,8 +31,10 @@ __all__ = [
     "LOCAL_MODEL_NAME",
     "LocalServer",
     "LocalServerOptions",
+    "check_gguf",
     "check_local_available",
     "default_model_path",
+    "file_sha256",
 ]
 
 LOCAL_MODEL_NAME = "SmolLM2-135M-Instruct.Q4_1"
@@ -56,8 +58,9 @@ def default_model_path() -> Path:
     return path
 
 
-def check_local_available() -> Path:
-    """Raise :class:`MissingDependencyError` with the install command unless the local model can run."""
+def check_local_available(*, weights: bool = True) -> Path | None:
+    """Raise :class:`MissingDependencyError` with the install command unless the local model
+    can run (``weights=False``: only the server, for a GGUF file of the user's)."""
     if importlib.util.find_spec("llama_cpp") is None:
         raise MissingDependencyError(
             f"--model local needs llama-cpp-python's server; run: {_INSTALL}"
@@ -67,7 +70,35 @@ def check_local_available() -> Path:
             raise MissingDependencyError(
                 f"--model local needs llama-cpp-python[server] ({mod} missing); run: {_INSTALL}"
             )
-    return default_model_path()
+    return default_model_path() if weights else None
+
+
+_SHA_CACHE: dict[tuple[str, int, int], str] = {}
+
+
+def file_sha256(path: str | os.PathLike[str]) -> str:
+    """sha256 of a (model) file, read once per path, size and modification time."""
+    p = Path(path).resolve()
+    st = p.stat()
+    key = (str(p), st.st_size, st.st_mtime_ns)
+    if key not in _SHA_CACHE:
+        _SHA_CACHE[key] = _file_sha256(p)
+    return _SHA_CACHE[key]
+
+
+def check_gguf(path: str | os.PathLike[str]) -> Path:
+    """``path`` as a readable GGUF file, or a one-line :class:`UsageError` naming it."""
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise UsageError(f"{p}: local model file not found; pass the path of a .gguf file")
+    with open(p, "rb") as fh:
+        magic = fh.read(4)
+    if magic != b"GGUF":
+        raise UsageError(
+            f"{p}: not a GGUF file (it does not start with 'GGUF'); convert the model to GGUF "
+            "(llama.cpp's convert_hf_to_gguf.py) or pass another file"
+        )
+    return p
 
 
 def _file_sha256(path: Path) -> str:
@@ -96,8 +127,13 @@ class LocalServerOptions:
     def __post_init__(self) -> None:
         bad = sorted(set(self.server_options) & _RESERVED)
         if bad:
+            hint = (
+                " (to serve another GGUF file: --model local:/path/model.gguf)"
+                if "model" in bad
+                else ""
+            )
             raise UsageError(
-                f"server option(s) {', '.join(bad)} are set by rolleval's launcher; remove them"
+                f"server option(s) {', '.join(bad)} are set by rolleval's launcher; remove them{hint}"
             )
         for key, value in self.server_options.items():
             if not isinstance(value, (str, int, float, bool)):
@@ -125,15 +161,22 @@ class LocalServer:
         log_path: str | os.PathLike[str] | None = None,
     ):
         self.options = options or LocalServerOptions()
-        self.model_path = (
-            Path(self.options.model_path) if self.options.model_path else check_local_available()
-        )
+        found = check_local_available(weights=self.options.model_path is None)
+        path = Path(self.options.model_path) if self.options.model_path else found
+        assert path is not None  # check_local_available returns the weights' path
+        self.model_path: Path = path
         if not self.model_path.exists():
             raise UsageError(f"{self.model_path}: model file not found")
+        self.custom = self.options.model_path is not None
         self.port: int | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._log_path = Path(log_path) if log_path else None
         self._log_fh: Any = None
+
+    @property
+    def model_name(self) -> str:
+        """The name the server answers to: the embedded model's, or the GGUF file's stem."""
+        return self.model_path.stem if self.custom else LOCAL_MODEL_NAME
 
     @property
     def base_url(self) -> str:
@@ -148,7 +191,8 @@ class LocalServer:
             "prompt_logprobs": "rolleval (from the logits; llama-cpp-python's echo is shifted)",
             "llama_cpp_python": _dist_version("llama-cpp-python"),
             "model_file": self.model_path.name,
-            "model_sha256": _file_sha256(self.model_path),
+            **({"model_path": str(self.model_path.resolve())} if self.custom else {}),
+            "model_sha256": file_sha256(self.model_path),
             "server_options": self.options.effective_options(),
         }
 
@@ -161,7 +205,7 @@ class LocalServer:
             "--model",
             str(self.model_path),
             "--model_alias",
-            LOCAL_MODEL_NAME,
+            self.model_name,
             "--host",
             "127.0.0.1",
             "--port",

@@ -29,6 +29,7 @@ __all__ = [
     "TIMEOUT_POLICIES",
     "InferenceSettings",
     "build_run_report",
+    "degenerate_bound",
     "health_counts",
     "per_problem_values",
     "pooled_rate",
@@ -72,7 +73,35 @@ HEALTH_DEFINITIONS: dict[str, tuple[str, str]] = {
         "output_tokens_mean",
         "completion tokens / completed rollouts that reported token usage",
     ),
+    # --- reasoning models (issue 19): N/A for a task none of whose rollouts holds a thought
+    "truncated_in_thought_rate": (
+        "n_truncated_in_thought",
+        "completed rollouts cut at max_tokens inside their thought (no answer after it) / "
+        "completed rollouts of a task with thoughts",
+    ),
+    "reasoning_tokens": (
+        "reasoning_tokens_mean",
+        "reasoning tokens / completed rollouts whose server counted them (a 0 beside a "
+        "non-empty thought is not a count)",
+    ),
+    "thought_chars": (
+        "thought_chars_mean",
+        "characters of the thought (0 for a rollout with none) / completed rollouts of a "
+        "task with thoughts",
+    ),
+    "answer_tokens": (
+        "answer_tokens_mean",
+        "completion tokens minus reasoning tokens / completed rollouts that reported both "
+        "(reasoning tokens counted, at most the completion tokens)",
+    ),
 }
+
+#: Health quantities that only exist for reasoning models: compare leaves them out when
+#: neither side measured them.
+THOUGHT_HEALTH = ("truncated_in_thought_rate", "reasoning_tokens", "thought_chars", "answer_tokens")
+
+#: A task whose truncation rate passes this warns in its report.
+TRUNCATION_WARNING_RATE = 0.05
 
 
 @dataclass(frozen=True)
@@ -145,7 +174,86 @@ def health_counts(table: TaskTable) -> dict[str, tuple[np.ndarray, np.ndarray]]:
             table.per_problem(has_tok, np.nan_to_num(table.r_output_tokens)),
             table.per_problem(has_tok),
         ),
+        **_thought_counts(table, ok),
     }
+
+
+def _thought_counts(table: TaskTable, ok: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The thought health of :func:`health_counts` (reasoning models)."""
+    thought = ~np.isnan(table.r_thought_chars)
+    with_thoughts = ok & bool((ok & thought).any())
+    rt = table.r_reasoning_tokens
+    # a count of 0 beside a non-empty thought is a parser's placeholder, not a count (vLLM
+    # parsers that inherit the base counter): not counted, like an absent one
+    has_rt = ok & ~np.isnan(rt) & ~((rt == 0) & (np.nan_to_num(table.r_thought_chars) > 0))
+    out = table.r_output_tokens
+    both = has_rt & ~np.isnan(out) & (np.nan_to_num(out) >= np.nan_to_num(rt))
+    answer = np.nan_to_num(out - rt)
+    return {
+        "truncated_in_thought_rate": (
+            table.per_problem(with_thoughts & table.r_truncated & table.r_in_thought),
+            table.per_problem(with_thoughts),
+        ),
+        "reasoning_tokens": (
+            table.per_problem(has_rt, np.nan_to_num(table.r_reasoning_tokens)),
+            table.per_problem(has_rt),
+        ),
+        "thought_chars": (
+            table.per_problem(with_thoughts, np.nan_to_num(table.r_thought_chars)),
+            table.per_problem(with_thoughts),
+        ),
+        "answer_tokens": (table.per_problem(both, answer), table.per_problem(both)),
+    }
+
+
+def _mean(num: np.ndarray, den: np.ndarray, reason: str) -> dict[str, Any]:
+    value = pooled_rate(num, den)
+    if value is None:
+        return {"value": None, "of": 0, "reason": reason}
+    return {"value": value, "of": int(den.sum())}
+
+
+def thought_health(hc: dict[str, tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
+    """The report's thought health: truncated while thinking, the thought's length (reasoning
+    tokens where the server counts them, else characters, ``unit`` says which), the answer's
+    tokens. Empty for a task with no thought and no reasoning token count."""
+    num, den = hc["truncated_in_thought_rate"]
+    tokens = _mean(*hc["reasoning_tokens"], "the server counted no reasoning tokens")
+    chars = _mean(*hc["thought_chars"], "no rollout holds a thought")
+    if tokens["value"] is None and chars["value"] is None:
+        return {}
+    length = (
+        {**tokens, "unit": "reasoning_tokens"}
+        if tokens["value"] is not None
+        else {**chars, "unit": "chars"}
+    )
+    return {
+        "n_truncated_in_thought": _rate(
+            int(num.sum()), int(den.sum()), what="completed rollouts with thoughts"
+        ),
+        "thought_length_mean": length,
+        "reasoning_tokens_mean": tokens,
+        "thought_chars_mean": chars,
+        "answer_tokens_mean": _mean(
+            *hc["answer_tokens"],
+            "no completed rollout reported both completion and reasoning tokens",
+        ),
+    }
+
+
+def report_warnings(health: dict[str, Any]) -> list[str]:
+    """Warnings of a task report: a truncation rate above :data:`TRUNCATION_WARNING_RATE`."""
+    out = []
+    trunc = health.get("n_truncated") or {}
+    rate = trunc.get("rate")
+    if rate is not None and rate > TRUNCATION_WARNING_RATE:
+        inside = (health.get("n_truncated_in_thought") or {}).get("count") or 0
+        where = f", {inside} of them inside the thought" if inside else ""
+        out.append(
+            f"{trunc['count']}/{trunc['of']} completed rollouts ({100 * rate:.1f}%) were cut at "
+            f"max_tokens{where}: raise max_tokens; truncated answers count as wrong"
+        )
+    return out
 
 
 def pooled_rate(num: np.ndarray, den: np.ndarray) -> float | None:
@@ -256,7 +364,13 @@ def per_problem_values(
         sc = np.where(table.requested > 0, modal / np.maximum(table.requested, 1), np.nan)
         maj = np.where(np.isnan(maj) & (table.requested > 0), 0.0, maj)
     out["maj@n"] = (maj, {}, "no problem has a gradable rollout")
-    out["self_consistency"] = (sc, {}, "no problem has a gradable rollout")
+    if int(table.requested.max(initial=0)) < 2:
+        # one rollout a problem agrees with itself: 1.0 whatever was answered, not a measurement
+        sc = np.full(T, np.nan)
+        sc_reason = "needs at least 2 rollouts per problem (one rollout always agrees with itself)"
+    else:
+        sc_reason = "no problem has a gradable rollout"
+    out["self_consistency"] = (sc, {}, sc_reason)
 
     for k in family_ks:
         vals = _window_values(table, k, g)
@@ -321,8 +435,38 @@ def _intervals(
             }
             if res.reason:
                 entry["reason"] = res.reason
+            if (
+                res.status == "degenerate"
+                and res.low is not None
+                and not name.startswith("metrics.")
+            ):
+                entry.update(
+                    degenerate_bound(
+                        float(res.low),
+                        int((~np.isnan(columns[name])).sum()),
+                        inference.confidence_level,
+                    )
+                )
             out[name] = entry
     return out
+
+
+def degenerate_bound(value: float, n_problems: int, confidence_level: float) -> dict[str, Any]:
+    """The exact bound of a degenerate sample (every one of ``n_problems`` scored ``value``,
+    a metric in [0, 1]), as compare bounds a near-degenerate one (``docs/contract.md``,
+    "Equivalence needs a bound"): the share of problems that could score otherwise is at most
+    the one-sided Clopper-Pearson bound at ``1 - (1 - confidence_level) / 2`` for 0 of
+    ``n_problems`` observed, ``u = 1 - ((1 - confidence_level) / 2) ** (1 / n_problems)``; each
+    such problem moves the mean by at most ``value`` down or ``1 - value`` up."""
+    u = 1.0 - ((1.0 - confidence_level) / 2.0) ** (1.0 / n_problems)
+    return {
+        "bound_low": max(0.0, value - u * value),
+        "bound_high": min(1.0, value + u * (1.0 - value)),
+        "bound_method": (
+            f"exact: at most {u:.4f} of the problems score otherwise (Clopper-Pearson, 0 of "
+            f"{n_problems} seen), each by at most the metric's range [0, 1]"
+        ),
+    }
 
 
 def task_report(
@@ -421,6 +565,7 @@ def task_report(
                 if tok is not None
                 else {"value": None, "of": 0, "reason": "no completed rollout reported token usage"}
             ),
+            **thought_health(hc),
         }
     )
     rollouts = {
@@ -441,10 +586,15 @@ def task_report(
         "score_key": score_key,
         "ks": ks,
         "taus": list(taus),
-        "problems": {"total": T, "with_gradable_rollout": int((n_gradable > 0).sum())},
+        "problems": {
+            "total": T,
+            "with_gradable_rollout": int((n_gradable > 0).sum()),
+            "complete": int((table.per_problem(np.ones(n_records, bool)) >= table.requested).sum()),
+        },
         "rollouts": rollouts,
         "metrics": metrics_out,
         "health": health,
+        **({"warnings": warns} if (warns := report_warnings(health)) else {}),
         "inference": _inference_block(inference),
     }
 
@@ -479,6 +629,8 @@ def build_run_report(
         "model": (run.manifest.get("config") or {}).get("model"),
         "tasks": tasks,
     }
+    if run.manifest.get("sequential"):
+        report["sequential"] = run.manifest["sequential"]
     return report, [str(w.message) for w in caught]
 
 

@@ -22,9 +22,13 @@ __all__ = [
     "Para",
     "Table",
     "Title",
+    "changed_blocks",
+    "compact_metrics",
     "compare_doc",
     "f4",
     "gate_doc",
+    "incomplete_warnings",
+    "metric_group",
     "run_doc",
     "s4",
 ]
@@ -49,6 +53,9 @@ class Table:
     rows: list[list[str]]
     left: int = 1
     """How many leading columns are text (left-aligned); the rest are numbers."""
+    problems: list[tuple[str, str]] | None = None
+    """Per row, the (task, problem id) it is about: the HTML page opens that problem's
+    rollouts when the row is clicked."""
 
 
 @dataclass
@@ -115,14 +122,50 @@ def _ci_cell(ci: dict[str, Any] | None) -> str:
         return "no interval"
     if ci.get("status") == "ok":
         return f"[{f4(ci['low'])}, {f4(ci['high'])}]"
+    if ci.get("status") == "degenerate" and ci.get("bound_low") is not None:
+        # every problem scored the same: the zero-width interval bounds nothing; the exact
+        # bound (Clopper-Pearson on the problems that could differ) does
+        return f"exact [{f4(ci['bound_low'])}, {f4(ci['bound_high'])}] (degenerate)"
     if ci.get("low") is not None and ci.get("status") == "degenerate":
         return f"[{f4(ci['low'])}, {f4(ci['high'])}] degenerate"
     return f"N/A: {ci.get('reason') or ci.get('status')}"
 
 
-def metric_rows(rep: dict[str, Any]) -> list[list[str]]:
+#: Metrics of agreement between a problem's rollouts rather than of accuracy (a run's
+#: "consistency" group): pass^k, G-Pass@k_tau, mG-Pass@k, consecutive pass^k, self-consistency.
+_CONSISTENCY_PREFIXES = ("pass^", "G-Pass@", "mG-Pass@", "consecutive-pass^", "self_consistency")
+
+METRIC_LEGEND = (
+    "accuracy: pass@k = chance that at least one of k rollouts is correct; maj@n = the "
+    "majority answer is correct. consistency across rollouts: pass^k = all k correct; "
+    "G-Pass@k_tau = at least tau*k of k correct; mG-Pass@k = G-Pass@k averaged over tau in "
+    "[0.5, 1]; consecutive-pass^k = k consecutive rollouts correct; self_consistency = the "
+    "share of a problem's rollouts that give its most common answer, right or wrong (how much "
+    "the rollouts agree, not accuracy; N/A with one rollout)"
+)
+
+
+def metric_group(name: str) -> str:
+    """``accuracy``, ``consistency`` (agreement across rollouts) or ``judgement`` (a grader's
+    named per-rollout metric)."""
+    if name.startswith("metrics."):
+        return "judgement"
+    return "consistency" if name.startswith(_CONSISTENCY_PREFIXES) else "accuracy"
+
+
+def compact_metrics(rep: dict[str, Any]) -> list[str]:
+    """The default view's metrics: pass@1, pass@k and pass^k at every reported k, and the
+    task's judgement metrics (``metrics.em``, ``metrics.f1``: what a graded task scores)."""
+    ks = [int(k) for k in rep.get("ks", []) if int(k) > 1]
+    wanted = ["pass@1", *(f"{f}{k}" for k in ks for f in ("pass@", "pass^"))]
+    wanted += [m for m in rep["metrics"] if m.startswith("metrics.")]
+    return [m for m in wanted if m in rep["metrics"]]
+
+
+def metric_rows(rep: dict[str, Any], names: list[str] | None = None) -> list[list[str]]:
     rows = []
-    for name, m in rep["metrics"].items():
+    for name in rep["metrics"] if names is None else names:
+        m = rep["metrics"][name]
         if m["status"] != "ok":
             rows.append([name, "N/A", f"N/A: {m.get('reason') or 'not measured'}", ""])
             continue
@@ -135,7 +178,75 @@ def metric_rows(rep: dict[str, Any]) -> list[list[str]]:
     return rows
 
 
-def task_blocks(rep: dict[str, Any]) -> list[Block]:
+def _metric_tables(rep: dict[str, Any], all_metrics: bool | None) -> list[Block]:
+    """The metric tables: compact (pass@1, pass@k, pass^k) unless ``all_metrics``; every
+    metric grouped (accuracy, consistency across rollouts, judgement metrics) when true, or,
+    when None, after the compact table in a collapsible "all metrics" (Markdown, HTML)."""
+    level = round(rep["inference"]["confidence_level"] * 100)
+    cols = ["value", f"{level}% CI", "numerator/denominator"]
+    compact = compact_metrics(rep)
+    groups: dict[str, list[str]] = {"accuracy": [], "consistency": [], "judgement": []}
+    for name in rep["metrics"]:
+        groups[metric_group(name)].append(name)
+    heads = {
+        "accuracy": "accuracy",
+        "consistency": "consistency across rollouts",
+        "judgement": "judgement metric",
+    }
+    full: list[Block] = [
+        Table([heads[g], *cols], metric_rows(rep, names)) for g, names in groups.items() if names
+    ]
+    full.append(Para(METRIC_LEGEND))
+    if all_metrics:
+        return full
+    out: list[Block] = [Table(["metric", *cols], metric_rows(rep, compact))]
+    hidden = len(rep["metrics"]) - len(compact)
+    if all_metrics is None:
+        out.append(Details(f"all {len(rep['metrics'])} metrics", full))
+    elif hidden:
+        out.append(
+            Para(f"{hidden} more metrics (maj@n, G-Pass@k, self_consistency, ...): --all-metrics")
+        )
+    return out
+
+
+def incomplete_warnings(report: dict[str, Any]) -> list[str]:
+    """One warning per task of a run report with rollouts missing (an interrupted run):
+    its numbers are over part of the problems."""
+    out = []
+    for name, rep in report.get("tasks", {}).items():
+        miss = (rep.get("health") or {}).get("missing") or {}
+        if not miss.get("count"):
+            continue
+        total = rep["problems"]["total"]
+        complete = rep["problems"].get("complete")
+        head = (
+            f"{complete} of {total} problems"
+            if complete is not None
+            else f"{total - rep['problems'].get('with_gradable_rollout', 0)} of {total} problems without a gradable rollout"
+        )
+        out.append(
+            f"WARNING: incomplete run: task {name}: {head} complete ({miss['count']} of "
+            f"{miss['of']} rollouts missing); the numbers below cover only what was run: resume "
+            "it (rolleval run --out RUN --resume)"
+        )
+    return out
+
+
+def side_incomplete_warnings(result: dict[str, Any]) -> list[Block]:
+    """A comparison's or gate's incomplete sides (given under --allow-incomplete), first."""
+    return [
+        Para(
+            f"WARNING: incomplete run: the {i['side']}'s task {i['task']} has {i['missing_rollouts']} "
+            f"of {i['requested_rollouts']} rollouts missing (status {i['run_status']!r}); "
+            "the verdict covers only what was run"
+        )
+        for i in result.get("incomplete") or []
+    ]
+
+
+def task_blocks(rep: dict[str, Any], *, all_metrics: bool | None = False) -> list[Block]:
+    """One task's blocks; ``all_metrics`` as for :func:`_metric_tables`."""
     ro, pr, inf, h = rep["rollouts"], rep["problems"], rep["inference"], rep["health"]
     out: list[Block] = [Title(f"task {rep.get('task')}", 2)]
     timeouts = (
@@ -162,10 +273,7 @@ def task_blocks(rep: dict[str, Any]) -> list[Block]:
             f"gradable per problem: {dist or 'none'}"
         )
     )
-    level = round(inf["confidence_level"] * 100)
-    out.append(
-        Table(["metric", "value", f"{level}% CI", "numerator/denominator"], metric_rows(rep))
-    )
+    out += _metric_tables(rep, all_metrics)
     out.append(
         Para(
             f"intervals: {inf['method']}, confidence {_num_g(inf['confidence_level'])}, "
@@ -189,8 +297,9 @@ def task_blocks(rep: dict[str, Any]) -> list[Block]:
             else f"N/A: {tok.get('reason', 'not measured')}",
         ]
     )
+    hrows += _thought_rows(h)
     out.append(Table(["health", "count/of", "rate"], hrows))
-    notes = []
+    notes = [f"WARNING: {w}" for w in rep.get("warnings", [])]
     if h.get("duplicate_judgements"):
         notes.append(f"{h['duplicate_judgements']} duplicate judgements ignored")
     if h.get("duplicate_prompts"):
@@ -204,17 +313,47 @@ def task_blocks(rep: dict[str, Any]) -> list[Block]:
     return out
 
 
-def run_doc(report: dict[str, Any]) -> list[Block]:
-    """The blocks of a run report (``report.json``)."""
+def _thought_rows(h: dict[str, Any]) -> list[list[str]]:
+    """Health rows of a reasoning model (none when no rollout holds a thought)."""
+    rows = []
+    v = h.get("n_truncated_in_thought")
+    if v is not None:
+        rate = _pct(v["rate"]) if v["rate"] is not None else f"N/A: {v.get('reason', '')}"
+        rows.append(["n_truncated_in_thought", f"{v['count']}/{v['of']}", rate])
+    for key in ("thought_length_mean", "answer_tokens_mean"):
+        m = h.get(key)
+        if m is None:
+            continue
+        label = f"{key} ({m['unit']})" if m.get("unit") else key
+        value = f"{m['value']:.1f}" if m.get("value") is not None else f"N/A: {m.get('reason', '')}"
+        rows.append([label, f"over {m.get('of', 0)}", value])
+    return rows
+
+
+def run_doc(report: dict[str, Any], *, all_metrics: bool | None = False) -> list[Block]:
+    """The blocks of a run report (``report.json``); ``all_metrics``: see :func:`task_blocks`."""
     out: list[Block] = [Title("rolleval report")]
+    out += [Para(w) for w in incomplete_warnings(report)]
     out.append(
         Para(
             f"run {report.get('run_id') or '?'}; model {report.get('model') or '?'}; "
             f"rolleval {report.get('rolleval_version') or '?'}; report version {report.get('report_version')}"
         )
     )
+    seq = report.get("sequential")
+    if seq:
+        from ..compare._sequential import stopped_line
+
+        out.append(
+            Para(
+                f"sequential run ({seq.get('method')}; alpha {seq.get('alpha')}, "
+                f"{seq.get('multiplicity')}; threshold {seq.get('threshold')}): "
+                f"{seq.get('verdict') or 'not settled'}"
+            )
+        )
+        out.append(Bullets([stopped_line(name, rec) for name, rec in seq["tasks"].items()]))
     for rep in report["tasks"].values():
-        out += task_blocks(rep)
+        out += task_blocks(rep, all_metrics=all_metrics)
     if not report["tasks"]:
         out.append(Para("(no tasks)"))
     return out
@@ -281,7 +420,8 @@ def _problems_line(t: dict[str, Any]) -> str:
             if per_side
             else ""
         )
-        + f"; moved {t.get('n_moved', 'N/A')}"
+        + f"; moved {t.get('n_moved', 'N/A')} of {pr['compared']} (problems whose "
+        f"{t.get('metric', 'value')} differs between the sides by any amount, chance included)"
     )
 
 
@@ -304,9 +444,15 @@ def _mover_side(m: dict[str, Any], side: str) -> str:
     return f"{_count(m[f'c_{side}'])}/{_count(m.get(f'n_{side}'))} ({rate})"
 
 
+def _pair_name(t: dict[str, Any]) -> str:
+    """``base`` or, for tasks paired across names, ``base ~ cand``."""
+    cand = t.get("candidate_task")
+    return t["task"] if not cand or cand == t["task"] else f"{t['task']} ~ {cand}"
+
+
 def comparison_blocks(t: dict[str, Any], *, adjusted: str | None = None) -> list[Block]:
     out: list[Block] = [
-        Title(f"task {t['task']}: {t['metric']}", 2, verdict=t["verdict"]),
+        Title(f"task {_pair_name(t)}: {t['metric']}", 2, verdict=t["verdict"]),
         Para(verdict_line(t)),
     ]
     if adjusted and adjusted != t["verdict"]:
@@ -354,7 +500,7 @@ def comparison_blocks(t: dict[str, Any], *, adjusted: str | None = None) -> list
         srows.append(
             [
                 side,
-                f"{s.get('kind')} {s.get('run_id') or ''}".strip(),
+                s.get("label") or f"{s.get('kind')} {s.get('run_id') or ''}".strip(),
                 f"{s.get('problems')} ({s.get('matched_problems')} matched)",
                 f"{s.get('correct_rollouts', 'N/A')}/{s.get('gradable_rollouts')}/{s.get('requested_rollouts')}",
                 str(s.get("missing_rollouts", 0)),
@@ -393,6 +539,7 @@ def comparison_blocks(t: dict[str, Any], *, adjusted: str | None = None) -> list
                     ]
                     for m in movers
                 ],
+                problems=[(t["task"], m["id"]) for m in movers],
             )
         )
     method = []
@@ -411,6 +558,26 @@ def comparison_blocks(t: dict[str, Any], *, adjusted: str | None = None) -> list
     return out
 
 
+def changed_blocks(changed: dict[str, Any] | None) -> list[Block]:
+    """The "what changed" block (``WhatChanged.to_dict()``): which recorded settings differ
+    between the sides, one ``setting: baseline -> candidate`` line each, and (once) that this
+    supports attribution, not proof of cause."""
+    if not changed:
+        return []
+    b, c = changed["baseline"], changed["candidate"]
+    out: list[Block] = [
+        Title("what changed", 2),
+        Para(f"baseline {b['label']}; candidate {c['label']}"),
+    ]
+    lines = [f"{ch['setting']}: {ch['baseline']} -> {ch['candidate']}" for ch in changed["changes"]]
+    if not lines:
+        out.append(Para(changed.get("summary") or "nothing changed in the recorded settings"))
+        return out
+    out.append(Bullets(lines))
+    out.append(Para(f"({changed['note']})"))
+    return out
+
+
 def compare_doc(result: dict[str, Any]) -> list[Block]:
     """The blocks of a comparison (``CompareResult.to_dict()``)."""
     out: list[Block] = [
@@ -419,6 +586,7 @@ def compare_doc(result: dict[str, Any]) -> list[Block]:
             f"{', --observe' if result.get('observe') else ''})",
             verdict=result["verdict"],
         ),
+        *side_incomplete_warnings(result),
         Para(
             f"metric {result['metric']}; unit {result.get('unit', 'problem')}; "
             f"{result.get('multiplicity', '')}; baseline {result['baseline']}; candidate {result['candidate']}"
@@ -461,6 +629,7 @@ def compare_doc(result: dict[str, Any]) -> list[Block]:
         )
     for task, why in result.get("skipped_tasks", {}).items():
         out.append(Para(f"task {task}: skipped ({why})"))
+    out += changed_blocks(result.get("what_changed"))
     for t in result["tasks"]:
         out += comparison_blocks(t, adjusted=result.get("adjusted_verdicts", {}).get(t["task"]))
     notes = [f"timeouts: {result.get('timeouts', 'counted as failures')}"]
@@ -486,6 +655,7 @@ def gate_doc(outcome: dict[str, Any]) -> list[Block]:
             f"{', --observe' if outcome.get('observe') else ''})",
             verdict=outcome["verdict"],
         ),
+        *side_incomplete_warnings(outcome),
         Para(outcome.get("multiplicity", "")),
     ]
     rows = [
@@ -499,6 +669,7 @@ def gate_doc(outcome: dict[str, Any]) -> list[Block]:
         for c in outcome["checks"]
     ]
     out.append(Table(["task", "check", "value", "verdict", "Holm p"], rows, left=4))
+    out += changed_blocks(outcome.get("what_changed"))
     for t in outcome.get("comparisons", []):
         out += comparison_blocks(t)
     notes = [f"note: {r}" for r in outcome.get("reasons", [])]

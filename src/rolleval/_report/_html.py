@@ -31,16 +31,18 @@ from ._document import (
     Para,
     Table,
     Title,
+    changed_blocks,
     compare_doc,
     f4,
     gate_doc,
+    incomplete_warnings,
     needed_text,
     s4,
     task_blocks,
 )
 from ._html_assets import CSS, JS
 from ._html_data import SideView, read_side
-from ._svg import bars_svg, curves_svg, forest_svg, scatter_svg
+from ._svg import bars_svg, curves_svg, forest_svg, paired_bars_svg, scatter_svg
 
 __all__ = ["blocks_html", "compare_html", "gate_html", "report_html", "write_html"]
 
@@ -87,14 +89,22 @@ def blocks_html(blocks: list[Block]) -> str:
                 f'<th class="{"l" if i < b.left else ""}">{_e(c)}</th>'
                 for i, c in enumerate(b.columns)
             )
+            keys: list[tuple[str, str] | None] = (
+                list(b.problems) if b.problems else [None] * len(b.rows)
+            )
             body = "".join(
-                "<tr>"
+                (
+                    "<tr>"
+                    if key is None
+                    else f'<tr class="goto" data-task="{_e(key[0])}" data-problem="{_e(key[1])}" '
+                    'title="show this problem\'s rollouts">'
+                )
                 + "".join(
                     f'<td class="{"l" if i < b.left else ""}">{_e(c)}</td>'
                     for i, c in enumerate(row)
                 )
                 + "</tr>"
-                for row in b.rows
+                for row, key in zip(b.rows, keys)
             )
             out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
         elif isinstance(b, Details):
@@ -265,11 +275,14 @@ def _percentile_rows(values: list[float], unit: str) -> list[list[str]]:
     ] + [["max", f"{a.max():.3f} {unit}", f"over {len(a)} rollouts"]]
 
 
-def _token_bars(tokens: list[int]) -> list[tuple[str, float]]:
+def _token_bars(tokens: list[int], within: list[int] | None = None) -> list[tuple[str, float]]:
+    """Output tokens in up to 8 bins (labelled by their lower edges) spanning ``within``
+    (default: ``tokens``), so that two sides binned within both share their bins."""
     if not tokens:
         return []
     a = np.asarray(tokens, dtype=float)
-    edges = np.unique(np.linspace(a.min(), a.max(), 9).round())
+    span = np.asarray(within if within else tokens, dtype=float)
+    edges = np.unique(np.linspace(span.min(), span.max(), 9).round())
     if len(edges) < 2:
         return [(f"{int(a.min())}", float(len(a)))]
     counts, edges = np.histogram(a, bins=edges)
@@ -334,11 +347,31 @@ def report_html(
     distributions and the problem browser."""
     if side is None:
         side = read_side(run) if run is not None else SideView("", note="run directory not given")
-    parts = [
-        "<h1>rolleval report</h1>",
+    parts = ["<h1>rolleval report</h1>"]
+    warns = incomplete_warnings(report)
+    if warns:
+        parts.append(
+            '<div class="banner warn" id="incomplete"><ul>'
+            + "".join(f"<li>{_e(w)}</li>" for w in warns)
+            + "</ul></div>"
+        )
+    parts.append(
         f'<p class="muted">run {_e(report.get("run_id"))} · model {_e(report.get("model"))} · '
-        f"rolleval {_e(report.get('rolleval_version'))}</p>",
-    ]
+        f"rolleval {_e(report.get('rolleval_version'))}</p>"
+    )
+    seq = report.get("sequential")
+    if seq:
+        from ..compare._sequential import stopped_line
+
+        lines = "".join(
+            f"<li>{_e(stopped_line(name, rec))}</li>" for name, rec in seq["tasks"].items()
+        )
+        parts.append(
+            f'<section class="sequential"><h2>sequential run: {_e(seq.get("verdict") or "not settled")}</h2>'
+            f'<p class="muted">{_e(seq.get("method"))}; alpha {_e(seq.get("alpha"))} '
+            f"({_e(seq.get('multiplicity'))}); threshold {_e(seq.get('threshold'))}; "
+            f"order seed {_e(seq.get('order_seed'))}</p><ul>{lines}</ul></section>"
+        )
     for name, rep in report["tasks"].items():
         view = side.tasks.get(name)
         figs = []
@@ -365,7 +398,7 @@ def report_html(
                         "output tokens per completed rollout (bin lower edges)",
                     )
                 )
-        blocks = task_blocks(rep)
+        blocks = task_blocks(rep, all_metrics=None)
         parts.append(f'<section class="task">{blocks_html(blocks[:1])}')
         parts.append(f'<div class="plots">{"".join(figs)}</div>')
         parts.append(blocks_html(blocks[1:]))
@@ -441,11 +474,19 @@ def _comparison_page(
     facts: list[Block],
     baseline: str | None,
     candidate: str | None,
+    changed: str = "",
 ) -> str:
     tasks = list(dict.fromkeys(t["task"] for t in comparisons))
+    # a candidate task paired across names (content or --task-map) is shown under the baseline's
+    cand_of = {t["task"]: t.get("candidate_task") or t["task"] for t in comparisons}
     sb = read_side(baseline, tasks) if baseline else SideView("", note="baseline not given")
-    sc = read_side(candidate, tasks) if candidate else SideView("", note="candidate not given")
-    parts = [banner]
+    sc = (
+        read_side(candidate, list(cand_of.values()))
+        if candidate
+        else SideView("", note="candidate not given")
+    )
+    sc.tasks = {b: sc.tasks[c] for b, c in cand_of.items() if c in sc.tasks}
+    parts = [banner, changed]
     figs = []
     if comparisons:
         thr = max((t.get("threshold") or 0.0) for t in comparisons)
@@ -474,15 +515,21 @@ def _comparison_page(
                     f"{task}: per-problem accuracy, baseline against candidate (below the diagonal: worse)",
                 )
             )
-            bars = [_token_bars(vb.output_tokens), _token_bars(vc.output_tokens)]
-            for side, tb in zip(("baseline", "candidate"), bars):
-                if tb:
-                    figs.append(
-                        _figure(
-                            bars_svg(tb, label=f"{task}: {side} output tokens", ylabel="rollouts"),
-                            f"{task}: output tokens per completed rollout, {side}",
-                        )
+            both = [*vb.output_tokens, *vc.output_tokens]
+            bars = [_token_bars(vb.output_tokens, both), _token_bars(vc.output_tokens, both)]
+            if any(bars):
+                labels = [lab for lab, _ in (bars[0] or bars[1])]
+                series = [
+                    (side, [v for _, v in tb] if tb else [0.0] * len(labels))
+                    for side, tb in zip(("baseline", "candidate"), bars)
+                ]
+                figs.append(
+                    _figure(
+                        paired_bars_svg(labels, series, label=f"{task}: output tokens"),
+                        f"{task}: output tokens per completed rollout, baseline and candidate "
+                        "over the same bins (lower edges) and one axis",
                     )
+                )
     parts.append(f'<div class="plots">{"".join(figs)}</div>')
     parts.append(f'<section id="facts">{blocks_html(facts)}</section>')
     markup, data = _browser([("baseline", sb), ("candidate", sc)], tasks)
@@ -490,10 +537,17 @@ def _comparison_page(
     return _page(title, "\n".join(parts), data)
 
 
+def _changed_html(changed: dict[str, Any] | None) -> str:
+    """The "what changed" block, shown beside the verdict banner."""
+    blocks = changed_blocks(changed)
+    return f'<section id="what-changed">{blocks_html(blocks)}</section>' if blocks else ""
+
+
 def compare_html(result: dict[str, Any]) -> str:
     """A comparison (``CompareResult.to_dict()``) as one HTML page."""
     banner = _banner(result["verdict"], result["exit_code"], "rolleval compare", result["tasks"])
-    facts = compare_doc(result)[1:]  # the banner replaces the title
+    # the banner replaces the title; "what changed" stands beside it, not among the facts
+    facts = compare_doc({**result, "what_changed": None})[1:]
     return _comparison_page(
         "rolleval compare",
         banner,
@@ -501,6 +555,7 @@ def compare_html(result: dict[str, Any]) -> str:
         facts,
         result.get("baseline"),
         result.get("candidate"),
+        _changed_html(result.get("what_changed")),
     )
 
 
@@ -508,7 +563,7 @@ def gate_html(outcome: dict[str, Any]) -> str:
     """A gate outcome (``GateOutcome.to_dict()``) as one HTML page."""
     comps = outcome.get("comparisons", [])
     banner = _banner(outcome["verdict"], outcome["exit_code"], "rolleval gate", comps)
-    facts = gate_doc(outcome)[1:]
+    facts = gate_doc({**outcome, "what_changed": None})[1:]
     sides = (comps[0].get("sides") or {}) if comps else {}
     return _comparison_page(
         "rolleval gate",
@@ -517,6 +572,7 @@ def gate_html(outcome: dict[str, Any]) -> str:
         facts,
         (sides.get("baseline") or {}).get("source"),
         (sides.get("candidate") or {}).get("source"),
+        _changed_html(outcome.get("what_changed")),
     )
 
 

@@ -23,6 +23,7 @@ svg.plot{background:#fff;border:1px solid #eee;max-width:100%;height:auto}
 #browser input{flex:1;min-width:14rem;padding:.3rem}
 #problems{width:100%}#problems tbody tr{cursor:pointer}#problems tbody tr:hover{background:#f0f6ff}
 #problems tbody tr.sel{background:#dbeafe}
+tr.goto{cursor:pointer}tr.goto:hover{background:#f0f6ff}tr.goto td:first-child{text-decoration:underline dotted}
 .tablewrap{max-height:24rem;overflow:auto;border:1px solid var(--line)}
 .sides{display:grid;grid-template-columns:repeat(var(--n,1),minmax(0,1fr));gap:1rem}
 .rollout{border:1px solid var(--line);border-radius:.3rem;margin:.4rem 0;padding:.3rem .5rem}
@@ -123,6 +124,12 @@ JS = r"""
           " | extracted " + (r.extracted === null ? "(none)" : r.extracted) +
           " | cluster " + (r.cluster === null ? "N/A" : r.cluster) +
           (r.grader_error ? " | grader error " + r.grader_error : "")));
+        if (r.thought !== undefined && r.thought !== null) {
+          var thought = el("details", "thought");
+          thought.appendChild(el("summary", "muted", "thought (" + r.thought.length + " chars)"));
+          thought.appendChild(el("pre", "text thought-text", r.thought));
+          box.appendChild(thought);
+        }
         box.appendChild(el("pre", "text rollout-text", r.text));
         col.appendChild(box);
       });
@@ -131,6 +138,18 @@ JS = r"""
     pane.appendChild(grid);
     pane.scrollIntoView({block: "nearest"});
   }
+  // a row naming a problem elsewhere on the page (the problems that moved most) opens it
+  document.querySelectorAll("tr[data-problem]").forEach(function (tr) {
+    var i = problems.findIndex(function (p) {
+      return p.t === tr.dataset.task && p.id === tr.dataset.problem;
+    });
+    if (i < 0) return;
+    tr.addEventListener("click", function () {
+      rows[i].hidden = false;
+      rows[i].scrollIntoView({block: "nearest"});
+      show(i);
+    });
+  });
   document.body.dataset.ready = "1";
 })();
 """

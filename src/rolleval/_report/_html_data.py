@@ -66,8 +66,15 @@ def _reference_text(ref: str | list[str] | None) -> str:
     return ref if isinstance(ref, str) else " | ".join(ref)
 
 
+def _text_or_error(text: str | None, error: str | None) -> str:
+    return text if text is not None else (error or "")
+
+
 def read_task(task: TaskFiles) -> TaskView:
+    from ..grading import thinking_of, thought_and_answer
+
     view = TaskView(task.name)
+    thinking = thinking_of(task.read_settings())
     prompts = task.read_prompts()
     rollouts = task.read_rollouts()
     judgements = task.read_judgements().effective
@@ -84,10 +91,15 @@ def read_task(task: TaskFiles) -> TaskView:
         tokens = r.usage.completion_tokens if r.usage else None
         if tokens is None and j is not None:
             tokens = j.output_tokens
+        thought, answer = (
+            thought_and_answer(r.text, r.reasoning, thinking)
+            if r.status == "ok" and r.options is None
+            else (None, "")
+        )
         row: dict[str, Any] = {
             "i": r.index,
             "status": r.status,
-            "text": r.text if r.text is not None else (r.error or ""),
+            "text": answer if thought is not None else _text_or_error(r.text, r.error),
             "finish": r.finish_reason,
             "tokens": tokens,
             "latency": r.latency_s,
@@ -96,6 +108,8 @@ def read_task(task: TaskFiles) -> TaskView:
             "cluster": j.cluster if j else None,
             "grader_error": j.grader_error if j else None,
         }
+        if thought is not None:
+            row["thought"] = thought  # shown collapsed above the answer, as text only
         p.rollouts.append(row)
         gradable = j is not None and j.gradable
         if gradable:

@@ -33,6 +33,7 @@ from ._document import (
     task_blocks,
 )
 from ._drift import drift_doc
+from ._formats import FORMATS
 
 __all__ = [
     "FORMATS",
@@ -50,7 +51,6 @@ __all__ = [
     "write_step_summary",
 ]
 
-FORMATS = ("text", "json", "md", "github")
 WIDTH = 100
 
 _TAG_OPEN = re.compile(r"<(?=[A-Za-z/!?])")
@@ -224,11 +224,21 @@ _DOCS: dict[str, Callable[[dict[str, Any]], list[Block]]] = {
 }
 
 
-def render(kind: str, data: dict[str, Any], fmt: str, *, color: bool = False) -> str:
-    """``data`` (a run report, comparison or gate outcome) in the format ``fmt``."""
+def render(
+    kind: str, data: dict[str, Any], fmt: str, *, color: bool = False, all_metrics: bool = False
+) -> str:
+    """``data`` (a run report, comparison or gate outcome) in the format ``fmt``.
+
+    A run report's text shows the compact metric table (pass@1, pass@k, pass^k) unless
+    ``all_metrics``; Markdown adds every metric in a collapsible section."""
     if fmt == "json":
         return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode()
-    blocks = _DOCS[kind](data)
+    if kind == "run":
+        blocks = run_doc(
+            data, all_metrics=True if all_metrics else (False if fmt == "text" else None)
+        )
+    else:
+        blocks = _DOCS[kind](data)
     if fmt == "text":
         return to_text(blocks, color=color)
     if fmt in ("md", "github"):
@@ -246,22 +256,33 @@ def write_step_summary(markdown: str) -> str | None:
     return path
 
 
-def render_task_report(rep: dict[str, Any]) -> str:
-    return to_text(task_blocks(rep))
+def render_task_report(rep: dict[str, Any], *, all_metrics: bool = False) -> str:
+    return to_text(task_blocks(rep, all_metrics=all_metrics))
 
 
-def render_run_report(report: dict[str, Any], *, color: bool = False) -> str:
-    return render("run", report, "text", color=color)
+def render_run_report(
+    report: dict[str, Any], *, color: bool = False, all_metrics: bool = False
+) -> str:
+    return render("run", report, "text", color=color, all_metrics=all_metrics)
 
 
 def render_compare(result: dict[str, Any], *, color: bool = False) -> str:
     return render("compare", result, "text", color=color)
 
 
-def emit(kind: str, data: dict[str, Any], fmt: str, *, stream: TextIO | None = None) -> str:
+def emit(
+    kind: str,
+    data: dict[str, Any],
+    fmt: str,
+    *,
+    stream: TextIO | None = None,
+    all_metrics: bool = False,
+) -> str:
     """What ``report``/``compare``/``gate`` print for ``fmt``: rendered (coloured only when
     ``stream`` is a terminal), and under ``github`` also appended to ``$GITHUB_STEP_SUMMARY``."""
-    out = render(kind, data, fmt, color=fmt == "text" and use_color(stream))
+    out = render(
+        kind, data, fmt, color=fmt == "text" and use_color(stream), all_metrics=all_metrics
+    )
     if fmt == "github":
         write_step_summary(out)
     return out.rstrip("\n")
@@ -305,4 +326,53 @@ def render_plan(res: dict) -> str:
                     else str(r)
                 )
             )
-    return "\n".join(lines)
+        seq = e.get("sequential")
+        if seq is not None:
+            shares = ", ".join(f"{v} {share:.2f}" for v, share in seq["verdicts"].items())
+            lines.append(
+                f"  sequential (run --until-decided, simulated {seq['sims']} times, budget "
+                f"{seq['budget']} problems, a look every {seq['round_problems']}): "
+                f"{seq['mean_problems']:.1f} problems to a verdict on average, 90th percentile "
+                f"{seq['p90_problems']:.0f}; the fixed design uses {seq['budget']} (and needs "
+                + (
+                    "no size is enough"
+                    if e["required_problems"] is None
+                    else f"{e['required_problems']} for {round(100 * res['power'])}% power"
+                )
+                + f"); verdicts: {shares}; simulated mean drop {seq['implied_drop']:.4f}"
+            )
+        lines.append(_equivalence_line(e, res))
+    for name in res.get("missing_tasks") or []:
+        lines.append(
+            f"\ntask {name}: in the pilot, not in the candidate: N/A (nothing to pair it with)"
+        )
+    return "\n".join(_fit(line) for line in lines)
+
+
+def _fit(line: str) -> str:
+    """A line of the plan wrapped to :data:`WIDTH` columns, continuation lines indented."""
+    if len(line) <= WIDTH:
+        return line
+    lead = len(line) - len(line.lstrip("\n "))
+    head = line[:lead]
+    indent = " " * (len(head.lstrip("\n")) + 4)
+    return "\n".join(
+        textwrap.wrap(
+            line[lead:],
+            width=WIDTH,
+            initial_indent=head,
+            subsequent_indent=indent,
+            break_on_hyphens=False,
+        )
+    )
+
+
+def _equivalence_line(e: dict[str, Any], res: dict[str, Any]) -> str:
+    """What size would let compare say "equivalent" when nothing changed."""
+    need = e.get("equivalence_problems")
+    if need is None:
+        return f"  problems needed for the equivalent verdict: N/A ({e.get('equivalence_reason', 'not planned')})"
+    return (
+        f"  problems needed for the equivalent verdict (no true change, minimum detectable effect at "
+        f"most the threshold {res['threshold']:g}): {need} at the current rollouts per problem"
+    )

@@ -9,7 +9,15 @@ import math
 from collections.abc import Sequence
 from html import escape
 
-__all__ = ["PALETTE", "bars_svg", "curves_svg", "forest_svg", "scatter_svg"]
+__all__ = [
+    "PALETTE",
+    "bars_svg",
+    "curves_svg",
+    "forest_svg",
+    "nice_ticks",
+    "paired_bars_svg",
+    "scatter_svg",
+]
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
 _W, _H = 440, 260
@@ -135,6 +143,21 @@ def bars_svg(bars: Sequence[tuple[str, float]], *, label: str, ylabel: str = "pr
     return _svg(body, label)
 
 
+def nice_ticks(limit: float, *, most: int = 7) -> tuple[list[float], int]:
+    """Symmetric ticks ``-m*s .. 0 .. +m*s`` with a round step ``s`` (1, 2, 2.5 or 5 times a
+    power of ten) whose outermost tick is at least ``limit``; at most ``most`` ticks. Returns
+    the ticks and the decimals that print the step exactly."""
+    limit = max(limit, 1e-9)
+    for exp in range(math.floor(math.log10(limit / (most // 2))) - 1, 20):
+        for mult in (1.0, 2.0, 2.5, 5.0):
+            step = mult * 10.0**exp
+            m = math.ceil(limit / step - 1e-9)
+            if 2 * m + 1 <= most:
+                decimals = max(0, -exp + (1 if mult == 2.5 else 0))
+                return [round(i * step, decimals + 2) for i in range(-m, m + 1)], decimals
+    return [-limit, 0.0, limit], 3  # pragma: no cover - unreachable for finite limits
+
+
 def forest_svg(
     rows: Sequence[tuple[str, float | None, float | None, float | None, str]],
     *,
@@ -143,25 +166,29 @@ def forest_svg(
 ) -> str:
     """Effect per row with its interval, zero line and the shaded band [-threshold, +threshold]."""
     vals = [v for _, e, lo, hi, _ in rows for v in (e, lo, hi) if v is not None]
-    span = max([abs(v) for v in vals] + [threshold * 1.5, 1e-3]) * 1.15
+    ticks, decimals = nice_ticks(max([abs(v) for v in vals] + [threshold * 1.5, 1e-3]) * 1.05)
+    span = ticks[-1]  # the axis ends at its last tick
     h = _T + _B + 28 * max(len(rows), 1)
+    right = _R + 24  # room for half of the last tick label
     # room for the longest row label (about 6.5 px a character at font-size 11)
     label_px = max([6.5 * len(name) for name, *_ in rows] + [100.0])
     w = _W + 100 + int(label_px - 100)
     left = _L + int(label_px)
 
     def xs(v: float) -> float:
-        return left + (v + span) / (2 * span) * (w - left - _R)
+        return left + (v + span) / (2 * span) * (w - left - right)
 
     body = [
         f'<rect class="threshold" x="{_f(xs(-threshold))}" y="{_T}" width="{_f(xs(threshold) - xs(-threshold))}" '
         f'height="{h - _B - _T}" fill="#9e9e9e" fill-opacity="0.2"><title>threshold ±{threshold:g}</title></rect>',
         f'<line x1="{_f(xs(0))}" y1="{_T}" x2="{_f(xs(0))}" y2="{h - _B}" stroke="#555" stroke-dasharray="3,3"/>',
-        f'<line x1="{left}" y1="{h - _B}" x2="{w - _R}" y2="{h - _B}" stroke="#555"/>',
+        f'<line x1="{left}" y1="{h - _B}" x2="{w - right}" y2="{h - _B}" stroke="#555"/>',
     ]
-    for t in (-span, -span / 2, 0.0, span / 2, span):
+    for t in ticks:
+        tick = "0" if t == 0 else f"{t:+.{decimals}f}"
         body.append(
-            f'<text x="{_f(xs(t))}" y="{h - _B + 15}" font-size="10" text-anchor="middle">{t:+.3f}</text>'
+            f'<line x1="{_f(xs(t))}" y1="{h - _B}" x2="{_f(xs(t))}" y2="{h - _B + 4}" stroke="#555"/>'
+            f'<text class="tick" x="{_f(xs(t))}" y="{h - _B + 15}" font-size="10" text-anchor="middle">{tick}</text>'
         )
     body.append(
         f'<text x="{(left + w) / 2:.1f}" y="{h - 6}" font-size="11" text-anchor="middle">'
@@ -192,6 +219,43 @@ def forest_svg(
             f"({_e(verdict.replace('_', ' '))})</title></circle>"
         )
     return _svg(body, label, w, h)
+
+
+def paired_bars_svg(
+    labels: Sequence[str],
+    series: Sequence[tuple[str, Sequence[float]]],
+    *,
+    label: str,
+    ylabel: str = "rollouts",
+) -> str:
+    """Counts of several series over the same bins, side by side on one axis (one colour
+    and one legend entry per series)."""
+    top = max([v for _, counts in series for v in counts] + [1])
+    ys = _yscale(0.0, float(top))
+    n = max(len(labels), 1)
+    slot = (_W - _L - _R) / n
+    width = slot * 0.8 / max(len(series), 1)
+    ticks = sorted({0, int(top) // 2, int(top)}) if top >= 2 else [0, int(top)]
+    body = _axes(
+        [(_L + slot * (i + 0.5), lab) for i, lab in enumerate(labels)] if n <= 12 else [],
+        [(ys(t), str(int(t))) for t in ticks],
+        label,
+        ylabel,
+    )
+    for j, (name, counts) in enumerate(series):
+        color = PALETTE[j % len(PALETTE)]
+        for i, (lab, v) in enumerate(zip(labels, counts)):
+            x = _L + slot * i + slot * 0.1 + width * j
+            y = ys(v)
+            body.append(
+                f'<rect class="bar" data-series="{_e(name)}" x="{_f(x)}" y="{_f(y)}" width="{_f(width)}" '
+                f'height="{_f(max(_H - _B - y, 0))}" fill="{color}"><title>{_e(name)} {_e(lab)}: {_e(v)}</title></rect>'
+            )
+        body.append(
+            f'<rect x="{_W - _R - 90}" y="{_T + 4 + 14 * j}" width="10" height="10" fill="{color}"/>'
+            f'<text x="{_W - _R - 76}" y="{_T + 13 + 14 * j}" font-size="10">{_e(name)}</text>'
+        )
+    return _svg(body, label)
 
 
 def scatter_svg(points: Sequence[tuple[float, float, int]], *, label: str) -> str:

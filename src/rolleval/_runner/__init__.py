@@ -49,20 +49,20 @@ from ._open import (
 from ._plan import Request, TaskPlan, plan_task
 from ._resolve import ResolvedTask, resolve_tasks
 from ._schedule import Counters, Scheduler, derive_seed
+from ._sequential import Prepared, SequentialOptions, prepare_sequential, schedule_sequential
 
 __all__ = [
     "Counters",
     "Request",
     "ResolvedTask",
     "RunOutcome",
+    "SequentialOptions",
     "TaskPlan",
     "derive_seed",
     "plan_task",
     "resolve_tasks",
     "run_eval",
 ]
-
-_LOCAL_MODEL = "SmolLM2-135M-Instruct.Q4_1"
 
 
 @dataclass
@@ -76,6 +76,10 @@ class RunOutcome:
     failed: int
     resumed: bool
     seconds: float
+    sequential: dict[str, Any] | None = None
+    """A sequential run's design, looks and verdict (the manifest's ``sequential``)."""
+    exit_code: int = 0
+    """0, or a sequential run's verdict exit code (1 regression, 3 inconclusive)."""
 
 
 def _check_api_key(config: RunConfig) -> None:
@@ -93,11 +97,14 @@ def run_eval(
     progress: bool = True,
     transport: Any = None,
     on_event: Callable[[str], None] | None = None,
+    sequential: SequentialOptions | None = None,
 ) -> RunOutcome:
     """Run (or resume) an evaluation into run directory ``out`` and return its report.
 
     ``transport`` is the httpx transport seam (tests); ``on_event`` receives one-line status
-    messages (the CLI prints them).
+    messages (the CLI prints them). With ``sequential`` the run visits the baseline's problems
+    in a seeded random order and stops when its verdict is settled (``docs/contract.md``,
+    "Sequential comparison"); the outcome's ``exit_code`` is the verdict's.
     """
     say = on_event or (lambda _msg: None)
     out = Path(out)
@@ -106,15 +113,31 @@ def run_eval(
     # ---- 1. resolve, and 2. check the directory: nothing is written before both pass ----
     if not resume:
         check_new(out)
+    if config.local_model is not None:
+        _identify_local_model(config)
+    if transport is None and config.model != "local":
+        _preflight(config)  # before the tasks' data and graders load: seconds, on a busy machine
     tasks = resolve_tasks(config)
     if resume:
         check_resumable(out, config, tasks)
+    prepared = None
+    if sequential is not None:
+        if resume:
+            raise UsageError(
+                "--resume of a sequential run (--until-decided) is not supported yet: start a "
+                "new run (the same --seed visits the problems in the same order)"
+            )
+        prepared = prepare_sequential(sequential, tasks, config.seed)
     local = None
     if config.model == "local":
         from .._local._launcher import LocalServer, LocalServerOptions, check_local_available
 
-        check_local_available()
-        local = LocalServer(LocalServerOptions(server_options=dict(config.server_options)))
+        check_local_available(weights=config.local_model is None)
+        local = LocalServer(
+            LocalServerOptions(
+                model_path=config.local_model, server_options=dict(config.server_options)
+            )
+        )
     elif config.server_options:
         raise UsageError(
             "server_options apply only to model 'local' (the embedded llama.cpp server)"
@@ -136,7 +159,7 @@ def run_eval(
             say("starting the embedded llama.cpp server ...")
             stack.enter_context(local)
             base_urls: tuple[str, ...] = (local.base_url,)
-            model_name = _LOCAL_MODEL
+            model_name = local.model_name
         else:
             base_urls = tuple(config.endpoints)
             model_name = config.model
@@ -153,9 +176,19 @@ def run_eval(
         if any(t.loglik for t in tasks):
             _probe_logprobs(endpoint, say)
         outcome = asyncio.run(
-            _run_async(config, out, writer, tasks, endpoint, local, transport, progress, say)
+            _run_async(
+                config, out, writer, tasks, endpoint, local, transport, progress, say, prepared
+            )
         )
     return RunOutcome(**{**outcome, "seconds": time.monotonic() - t0})
+
+
+def _identify_local_model(config: RunConfig) -> None:
+    """Check ``local_model`` is a GGUF file and put its sha256 into the run's measurement,
+    so ``--resume`` with another file is refused (before anything is written)."""
+    from .._local._launcher import check_gguf, file_sha256
+
+    config._local_sha256 = file_sha256(check_gguf(config.local_model or ""))
 
 
 def _probe_logprobs(endpoint: EndpointConfig, say: Callable[[str], None]) -> None:
@@ -181,6 +214,7 @@ async def _run_async(
     transport: Any,
     progress: bool,
     say: Callable[[str], None],
+    prepared: Prepared | None = None,
 ) -> dict[str, Any]:
     async with Client(endpoint, transport=transport) as client:
         try:
@@ -189,6 +223,7 @@ async def _run_async(
             raise  # a usage error (e.g. the API key): refused before anything is written
         except Exception as exc:  # a server without /v1/models still serves completions
             models, models_error = [], redact(f"{type(exc).__name__}: {exc}")
+        _refuse_unreachable(models, endpoint.model)
         prov = provenance(endpoint, models, models_error, local)
         if resumed is not None:
             record_resume(resumed, config, prov)
@@ -199,11 +234,22 @@ async def _run_async(
             if resume:
                 n_grade = sum(len(p.to_grade) for p in plans)
                 say(f"resuming {out}: {requested} rollouts to request, {n_grade} problems to grade")
-            counters = await _schedule(writer, tasks, plans, client, config, progress)
+            counters = await _schedule(
+                writer, tasks, plans, client, config, progress, prepared, say
+            )
+            if prepared is not None:
+                requested = counters.completed + counters.failed
             _finish(writer, tasks, counters, requested, endpoint, out, config.n_rollouts)
             from .._report._api import report_run
 
             report = report_run(writer.run).report
+            design = writer.manifest.sequential
+    seq = None if design is None else design.model_dump(mode="json")
+    code = 0
+    if seq is not None and seq.get("verdict") is not None:
+        from ..compare._rule import GATE_VERDICTS
+
+        code = GATE_VERDICTS[seq["verdict"]]
     return {
         "path": out,
         "report": report,
@@ -211,7 +257,54 @@ async def _run_async(
         "completed": counters.completed,
         "failed": counters.failed,
         "resumed": resume,
+        "sequential": seq,
+        "exit_code": code,
     }
+
+
+def _preflight(config: RunConfig) -> None:
+    """Before the tasks load (seconds on a busy machine): open a TCP connection to each
+    endpoint, sending nothing. Where nothing listens (connection refused, no such host) the
+    run is refused at once (:func:`_refuse_unreachable`). A timeout, or an endpoint reached
+    through a proxy (``*_PROXY``), is left to the ``GET /models`` after the checks."""
+    import socket
+    import urllib.parse
+    import urllib.request
+
+    proxies = urllib.request.getproxies()
+    dead = []
+    for url in config.endpoints:
+        parts = urllib.parse.urlsplit(url)
+        if not parts.hostname or (
+            parts.scheme in proxies and not urllib.request.proxy_bypass(parts.hostname)
+        ):
+            continue
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        try:
+            socket.create_connection(
+                (parts.hostname, port), timeout=min(config.timeout_s, 5.0)
+            ).close()
+        except (ConnectionRefusedError, socket.gaierror) as exc:
+            reason = (
+                "connection refused" if isinstance(exc, ConnectionRefusedError) else "no such host"
+            )
+            dead.append({"endpoint": url, "error": f"{reason}: {exc}", "unreachable": True})
+        except OSError:  # a timeout, no route: the run's own requests say more
+            pass
+    _refuse_unreachable(dead, config.model)
+
+
+def _refuse_unreachable(models: list[dict[str, Any]], model: str) -> None:
+    """Pre-flight: the ``/models`` request found no server listening at an endpoint. Say so
+    now, before anything is written, rather than after every rollout's retries."""
+    dead = [m for m in models if m.get("unreachable")]
+    if not dead:
+        return
+    where = ", ".join(m["endpoint"] for m in dead)
+    raise RunError(
+        f"cannot connect to {where} ({dead[0].get('error')}); check that the server at {where} "
+        f"is up and serves model {model!r}, then run again (nothing was requested)"
+    )
 
 
 def _plan(writer: RunWriter, tasks: list[ResolvedTask], n: int) -> list[TaskPlan]:
@@ -237,8 +330,11 @@ async def _schedule(
     client: Client,
     config: RunConfig,
     progress: bool,
+    prepared: Prepared | None = None,
+    say: Callable[[str], None] = lambda _msg: None,
 ) -> Counters:
-    """Stage 4: request and grade; the segment and the status are recorded however it ends."""
+    """Stage 4: request and grade; the segment and the status are recorded however it ends.
+    A sequential run (``prepared``) requests round by round until it is settled."""
     scheduler = Scheduler(
         tasks,
         plans,
@@ -248,12 +344,15 @@ async def _schedule(
         concurrency=config.concurrency,
         server_n=config.server_n,
         grading_workers=config.grading_workers,
-        progress=progress,
+        progress=progress and prepared is None,
     )
     started_at, started = now(), time.monotonic()
     status = "interrupted"
     try:
-        counters = await scheduler.run()
+        if prepared is None:
+            counters = await scheduler.run()
+        else:
+            counters = await schedule_sequential(scheduler, writer, writer.run.path, prepared, say)
         status = "completed"
         return counters
     finally:
@@ -263,7 +362,7 @@ async def _schedule(
             started_at=started_at,
             ended_at=now(),
             seconds=time.monotonic() - started,
-            requested=scheduler.total,
+            requested=scheduler.total if prepared is None else scheduler.issued,
             completed=c.completed,
             failed=c.failed,
             status=status,  # type: ignore[arg-type]

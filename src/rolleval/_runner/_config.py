@@ -25,21 +25,42 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from ..errors import DataError, UsageError
 
 __all__ = [
     "OLD_KEYS",
+    "TASK_FILE_SUFFIXES",
     "OldSettingWarning",
     "RunConfig",
     "SamplingOverrides",
     "build_config",
     "config_diff",
     "config_from_flags",
+    "is_task_file",
     "load_config_file",
     "load_yaml",
+    "stored_settings",
 ]
+
+#: A task entry (``--task``, ``tasks:``) ending with one of these is a task config file.
+TASK_FILE_SUFFIXES = (".yaml", ".yml", ".json")
+
+
+def is_task_file(entry: str) -> bool:
+    """A ``--task`` / ``tasks:`` string that names a task config file rather than a built-in
+    task: it ends with .yaml, .yml or .json, or holds a path separator."""
+    return entry.lower().endswith(TASK_FILE_SUFFIXES) or "/" in entry or os.sep in entry
+
+
+def _absolute_task_files(tasks: list[Any], base: Path) -> list[Any]:
+    """Task config file paths made absolute (relative ones start at ``base``), so that the
+    run records where they are and ``--resume`` finds them from any directory."""
+    return [
+        str((base / t).resolve()) if isinstance(t, str) and is_task_file(t) else t for t in tasks
+    ]
 
 
 class SamplingOverrides(BaseModel):
@@ -52,6 +73,8 @@ class SamplingOverrides(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1)
     stop: list[str] | None = None
     extra_body: dict[str, Any] = Field(default_factory=dict)
+    reasoning_effort: str | None = Field(default=None, min_length=1)
+    """Sent as ``reasoning_effort`` (``low``/``medium``/``high`` on most servers)."""
 
 
 class RunConfig(BaseModel):
@@ -61,7 +84,11 @@ class RunConfig(BaseModel):
 
     # --- measurement ---
     model: str = Field(min_length=1)
-    """Model name sent to the endpoint, or ``local`` for the embedded llama.cpp model."""
+    """Model name sent to the endpoint, or ``local`` for the embedded llama.cpp model
+    (``local:/path/model.gguf``: that GGUF file instead, read as ``local_model``)."""
+    local_model: str | None = None
+    """Path of a GGUF file for ``model: local`` to serve instead of the embedded model; its
+    sha256 is part of the run's measurement (``local_model_sha256``), its path is not."""
     tasks: list[str | dict[str, Any]] = Field(min_length=1)
     """Built-in task names, or user-file task configs (see ``docs/tasks.md``)."""
     n_rollouts: int = Field(default=8, ge=1, le=100_000)
@@ -76,6 +103,9 @@ class RunConfig(BaseModel):
     server_options: dict[str, str | int | float | bool] = Field(default_factory=dict)
     """llama.cpp server settings for ``model: local`` (e.g. ``rope_freq_scale: 0.8``)."""
     denominator_policy: Literal["judged", "requested"] = "judged"
+    thinking: list[str] | Literal["none"] | None = None
+    """Delimiters of an inline thought, ``[open, close]``, or ``none`` (texts graded
+    whole); ``None``: ``<think>``/``</think>`` for a new run, the stored ones on resume."""
     ks: list[int] | None = None
     """k values to report (default: powers of two up to n_rollouts). Reporting only: may change."""
 
@@ -91,12 +121,34 @@ class RunConfig(BaseModel):
     """Ask for a problem's rollouts in one request with ``n`` (only for servers that honour
     it; the choices returned are counted, missing ones are infra errors)."""
 
+    _local_sha256: str | None = PrivateAttr(default=None)
+    """sha256 of ``local_model``, set by the runner once the file is read."""
     _source: str = PrivateAttr(default="config")
     """Where the settings came from (the config file, or ``flags``), for error messages."""
 
     @property
     def source(self) -> str:
         return self._source
+
+    @model_validator(mode="after")
+    def _local_model_path(self) -> RunConfig:
+        """``model: local:/path.gguf`` is ``model: local`` with ``local_model: /path.gguf``."""
+        if self.model.startswith("local:"):
+            path = self.model[len("local:") :].strip()
+            if not path:
+                raise ValueError(
+                    "model local: needs a GGUF path after the colon (local:/path/model.gguf)"
+                )
+            if self.local_model is not None and self.local_model != path:
+                raise ValueError(
+                    f"model names {path!r} and local_model {self.local_model!r}; give the GGUF path once"
+                )
+            self.model, self.local_model = "local", path
+        if self.local_model is not None and self.model != "local":
+            raise ValueError(
+                f"local_model applies only to model 'local' (the embedded llama.cpp server), not {self.model!r}"
+            )
+        return self
 
     @field_validator("ks")
     @classmethod
@@ -113,10 +165,27 @@ class RunConfig(BaseModel):
             )
         return None if v is None else sorted(set(v))
 
+    @field_validator("thinking")
+    @classmethod
+    def _thinking_pair(cls, v: Any) -> Any:
+        from ..grading import check_thinking
+
+        return v if v is None or v == "none" else list(check_thinking(v) or ())
+
     def measurement(self) -> dict[str, Any]:
-        """The settings that decide what the numbers mean (compared on resume)."""
+        """The settings that decide what the numbers mean (compared on resume). Settings
+        added since a run format was written (``thinking``, ``sampling.reasoning_effort``)
+        are left out while unset, so an older run resumes unchanged."""
         data = self.model_dump(mode="json")
-        return {k: data[k] for k in _MEASUREMENT}
+        out = {k: data[k] for k in _MEASUREMENT}
+        if out["sampling"].get("reasoning_effort") is None:
+            out["sampling"].pop("reasoning_effort", None)
+        if self.thinking is not None:
+            out["thinking"] = data["thinking"]
+        if self.local_model is not None:
+            # the file's content is what is measured; where it lies is provenance
+            out["local_model_sha256"] = self._local_sha256
+        return out
 
     def throughput(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")
@@ -238,6 +307,7 @@ def load_config_file(path: str | os.PathLike[str]) -> dict[str, Any]:
     # relative data paths of user-file tasks are relative to the config file
     tasks = data.get("tasks")
     if isinstance(tasks, list):
+        data["tasks"] = tasks = _absolute_task_files(tasks, p.parent)
         for entry in tasks:
             if (
                 isinstance(entry, dict)
@@ -310,8 +380,35 @@ _SIMPLE_FLAGS = (
 _SAMPLING_FLAGS = ("temperature", "top_p", "max_tokens")
 
 
-def config_from_flags(config_path: str | None, flags: dict[str, Any]) -> RunConfig:
+def stored_settings(out: str | os.PathLike[str]) -> dict[str, Any]:
+    """The settings a run directory was started with (its measurement and its last
+    throughput settings), the base of ``rolleval run --out DIR --resume``: every setting the
+    run needs is in it, so a resume needs no other flag. Reads only."""
+    from ..rundir._store import RunDir
+
+    path = Path(out)
+    if not path.exists():
+        raise UsageError(
+            f"{path}: nothing to resume (no run directory); drop --resume to start a new run"
+        )
+    info = RunDir.open(path).info
+    data: dict[str, Any] = {**(info.throughput or {}), **(info.measurement or {})}
+    if not data.get("model") or not data.get("tasks"):
+        raise UsageError(
+            f"{path}: the run records no settings to resume from (made by `rolleval import`?); "
+            "pass --config or --model and --task"
+        )
+    return data
+
+
+def config_from_flags(
+    config_path: str | None, flags: dict[str, Any], *, base: dict[str, Any] | None = None
+) -> RunConfig:
     """The run config from an optional YAML file and ``rolleval run`` flags (flags win).
+
+    ``base``: settings under both (a resumed run's :func:`stored_settings`): a setting that
+    neither the file nor a flag gives keeps its stored value, one that they give must match
+    it (``--resume`` compares them).
 
     ``flags`` holds the CLI's values by config key (``None`` or empty = not given):
     ``model, n_rollouts, limit, seed, api, api_key_env, concurrency, timeout_s, denominator_policy,
@@ -319,6 +416,8 @@ def config_from_flags(config_path: str | None, flags: dict[str, Any]) -> RunConf
     strings) and ``server_n``.
     """
     data: dict[str, Any] = load_config_file(config_path) if config_path else {}
+    if base:
+        data = {**base, **data}
     sampling = dict(data.get("sampling") or {})
     for key in _SAMPLING_FLAGS:
         if flags.get(key) is not None:
@@ -335,6 +434,8 @@ def config_from_flags(config_path: str | None, flags: dict[str, Any]) -> RunConf
     for key in ("endpoints", "tasks", "ks"):
         if flags.get(key):
             data[key] = list(flags[key])
+    if flags.get("tasks"):
+        data["tasks"] = _absolute_task_files(data["tasks"], Path.cwd())
     if flags.get("server_options"):
         data["server_options"] = {
             **(data.get("server_options") or {}),
@@ -347,6 +448,6 @@ def config_from_flags(config_path: str | None, flags: dict[str, Any]) -> RunConf
         )
     if not data.get("tasks"):
         raise UsageError(
-            f"{where}no task: pass --task NAME (repeatable; `rolleval tasks` lists them), or set tasks in --config"
+            f"{where}no task: pass --task NAME or --task FILE.yaml (repeatable; `rolleval tasks` lists the built-in ones), or set tasks in --config"
         )
     return build_config(data, source=config_path or "flags")

@@ -80,6 +80,14 @@ def check_resumable(out: Path, config: RunConfig, tasks: list[ResolvedTask]) -> 
     for t in tasks:
         files = run.task(t.name)
         stored = files.read_settings()
+        if config.thinking is None:  # unset: the run keeps the delimiters it was graded by
+            t.settings = t.settings.model_copy(update={"thinking": stored.thinking})
+        elif stored.thinking != t.settings.thinking:
+            raise UsageError(
+                f"{files.task_json}: --resume refused, task {t.name!r} was graded with thinking "
+                f"{stored.thinking!r}, the config says {t.settings.thinking!r}; drop the "
+                "thinking setting (or change it with `rolleval regrade --thinking`)"
+            )
         changed = config_diff(
             {"problem_hashes": stored.problem_hashes, "grader": stored.grader},
             {"problem_hashes": t.settings.problem_hashes, "grader": t.settings.grader},

@@ -37,15 +37,20 @@ class _Regrade:
     prompts: PromptSet
     by_problem: dict[str, list[RolloutRecord]]
     old: dict[tuple[str, int], JudgementRecord]
+    thinking: tuple[str, str] | None = None
+    """The thinking delimiters the texts are split by (``None``: graded whole)."""
 
 
 def _prepare_regrade(
-    task: TaskWriter, grader_spec: dict[str, Any] | None, notes: list[str]
+    task: TaskWriter, grader_spec: dict[str, Any] | None, notes: list[str], thinking: Any = None
 ) -> _Regrade:
-    from ..grading import make_grader
+    from ..grading import check_thinking, make_grader, thinking_of
 
     files = task.files
     settings = files.read_settings()
+    if thinking is not None:
+        pair = check_thinking(thinking)
+        settings = settings.model_copy(update={"thinking": pair if pair is not None else "none"})
     spec = grader_spec or settings.grader
     if not isinstance(spec, dict):
         raise DataError(
@@ -79,7 +84,7 @@ def _prepare_regrade(
     except DataError as exc:  # the judgements are what regrade rebuilds
         notes.append(f"previous judgements not compared ({exc})")
         old = {}
-    return _Regrade(task, settings, grader, prompts, by_problem, old)
+    return _Regrade(task, settings, grader, prompts, by_problem, old, thinking_of(settings))
 
 
 def _regrade(
@@ -88,23 +93,22 @@ def _regrade(
     workers: int | None,
     on_progress: Callable[[str, int, int], None] | None,
 ) -> dict[str, int]:
-    from ..grading import grade_problems, grading_reference
+    from ..grading import grade_problems, grading_inputs, grading_reference, verdict_of
 
     name = job.task.name
     pids = sorted(job.by_problem)
+    inputs = [grading_inputs(job.by_problem[pid], job.thinking) for pid in pids]
     items = [
-        (
-            grading_reference(job.grader, job.prompts.by_id[pid]),
-            [(r.index, r.grader_input()) for r in job.by_problem[pid] if r.status == "ok"],
-        )
-        for pid in pids
+        (grading_reference(job.grader, job.prompts.by_id[pid]), graded)
+        for pid, (graded, _) in zip(pids, inputs)
     ]
     records: list[JudgementRecord] = []
     changed = 0
     judged = 0
-    for done, (pid, verdicts) in enumerate(
+    for done, (pid, (_, splits), verdicts) in enumerate(
         zip(
             pids,
+            inputs,
             grade_problems(
                 job.grader,
                 items,
@@ -117,8 +121,8 @@ def _regrade(
         if on_progress is not None:
             on_progress(name, done, len(pids))
         for r in job.by_problem[pid]:
-            v = verdicts.get(r.index) if r.status == "ok" else None
-            rec = make_judgement(r, v, job.grader.identity)
+            v = verdict_of(r.index, verdicts, splits) if r.status == "ok" else None
+            rec = make_judgement(r, v, job.grader.identity, splits.get(r.index))
             judged += v is not None
             before = job.old.get((pid, r.index))
             if before is not None and (before.correct, before.extracted) != (
@@ -143,13 +147,16 @@ def regrade_run(
     workers: int | None = None,
     grader_spec: dict[str, Any] | None = None,
     on_progress: Callable[[str, int, int], None] | None = None,
+    thinking: tuple[str, str] | list[str] | str | None = None,
 ) -> RegradeResult:
     """Re-judge every stored rollout with each task's current grader (zero model calls).
 
     Holds the run's write lock throughout. Every task's files are read and checked before
     any is rewritten. The previous judgements are kept as ``judgements.prev.jsonl``; the new
     file replaces the old atomically. Run :func:`report_run` afterwards to refresh the
-    reports. ``grader_spec`` replaces the stored grader spec of every task regraded.
+    reports. ``grader_spec`` replaces the stored grader spec of every task regraded;
+    ``thinking`` (``[open, close]`` or ``"none"``) replaces its thinking delimiters (the
+    texts are split again: a delimiter fix costs a regrade, never a re-run).
     """
     path = run.path if isinstance(run, RunDir) else Path(run)
     notes: list[str] = []
@@ -159,7 +166,7 @@ def regrade_run(
         collect_warnings() as caught,
     ):
         names = [writer.run.require_task(task).name] if task else writer.run.task_names()
-        jobs = [_prepare_regrade(writer.task(n), grader_spec, notes) for n in names]
+        jobs = [_prepare_regrade(writer.task(n), grader_spec, notes, thinking) for n in names]
         for job in jobs:
             out[job.task.name] = _regrade(job, workers=workers, on_progress=on_progress)
     return RegradeResult(out, notes + [str(w.message) for w in caught])

@@ -11,12 +11,18 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from ..client import SamplingParams
 from ..errors import UsageError
-from ..records import PromptRecord, SamplingSettings, TaskSettings, dump_record
-from ._config import RunConfig
+from ..records import (
+    DEFAULT_THINKING,
+    PromptRecord,
+    SamplingSettings,
+    TaskSettings,
+    dump_record,
+)
+from ._config import RunConfig, is_task_file
 
 __all__ = ["PromptStore", "ResolvedTask", "resolve_tasks"]
 
@@ -108,8 +114,20 @@ def _sampling(spec_defaults: dict[str, Any], config: RunConfig) -> SamplingParam
         top_p=merged.get("top_p"),
         max_tokens=merged.get("max_tokens"),
         stop=tuple(stop) if stop else None,
+        reasoning_effort=merged.get("reasoning_effort"),
         extra_body=extra,
     )
+
+
+def _thinking(config: RunConfig, spec: Any) -> tuple[str, str] | Literal["none"]:
+    """A task's thinking delimiters: the run config's, else the task's, else the default."""
+    if config.thinking is None:
+        own = getattr(spec, "thinking", None)
+        return own if own is not None else DEFAULT_THINKING
+    if config.thinking == "none":
+        return "none"
+    open_, close = config.thinking
+    return (open_, close)
 
 
 def _task_settings(
@@ -138,7 +156,9 @@ def _task_settings(
             max_tokens=sampling.max_tokens,
             stop=list(sampling.stop) if sampling.stop else None,
             extra_body=dict(sampling.extra_body),
+            reasoning_effort=sampling.reasoning_effort,
         ),
+        thinking=_thinking(config, spec),
         source=spec.source,
         licence=spec.licence,
         cluster_field=spec.cluster_field,
@@ -162,7 +182,10 @@ def resolve_tasks(config: RunConfig) -> list[ResolvedTask]:
     for i, entry in enumerate(config.tasks):
         where = f"{config.source}: tasks[{i}]"
         try:
-            spec = get_task(entry) if isinstance(entry, str) else task_from_config(entry)
+            if isinstance(entry, str):
+                spec = task_from_config(entry) if is_task_file(entry) else get_task(entry)
+            else:
+                spec = task_from_config(entry)
         except UsageError as exc:  # a wrong task entry: name the config it is in
             raise UsageError(f"{where}: {exc}") from None
         if spec.name in names:

@@ -34,7 +34,8 @@ BREAKER_MIN = 24
 
 
 def derive_seed(run_seed: int, problem_id: str, index: int) -> int:
-    """Sampling seed of one rollout: first 31 bits of sha256("<run seed>\\0<problem id>\\0<index>")."""
+    """Sampling seed of one rollout: the low 31 bits of the first four bytes (big-endian) of
+    sha256("<run seed>\\0<problem id>\\0<index>")."""
     digest = hashlib.sha256(f"{run_seed}\x00{problem_id}\x00{index}".encode()).digest()
     return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
 
@@ -163,8 +164,11 @@ class Scheduler:
     def _grade(self, ti: int, pid: str) -> None:
         task = self.tasks[ti]
         rolls = self._final[ti].pop(pid, {})
-        items = [(j, r.grader_input()) for j, r in sorted(rolls.items()) if r.status == "ok"]
-        from ..grading import grading_reference
+        from ..grading import grading_inputs, grading_reference, thinking_of
+
+        items, splits = grading_inputs(
+            (r for _, r in sorted(rolls.items())), thinking_of(task.settings)
+        )
 
         reference = grading_reference(task.grader, task.prompts[pid])
         fut = asyncio.wrap_future(self.pools[ti].submit(reference, items))
@@ -173,17 +177,15 @@ class Scheduler:
             if f.cancelled() or self._closed:
                 return  # never store a verdict that arrives after the segment stopped
             verdicts = f.result() if f.exception() is None else None
+            from ..grading import Verdict, verdict_of
+
+            failed = (
+                Verdict.failed(f"grading failed: {f.exception()}") if verdicts is None else None
+            )
             records = []
             for j, r in sorted(rolls.items()):
-                v = None
-                if r.status == "ok":
-                    if verdicts is None:
-                        from ..grading import Verdict
-
-                        v = Verdict.failed(f"grading failed: {f.exception()}")
-                    else:
-                        v = verdicts.get(j)
-                records.append(make_judgement(r, v, task.grader.identity))
+                v = verdict_of(j, verdicts, splits, failed) if r.status == "ok" else None
+                records.append(make_judgement(r, v, task.grader.identity, splits.get(j)))
             self.writers[ti].add_judgements(records)
 
         self._grading.add(fut)
@@ -237,6 +239,47 @@ class Scheduler:
                 seeds = [seeds[0]] * len(seeds)  # one request, one seed sent: record what was sent
             for req, seed, comp in zip(batch, seeds, comps):
                 self._record(req, seed, comp)
+
+    @property
+    def issued(self) -> int:
+        """Rollouts requested so far in this segment."""
+        return self._issued
+
+    def _iter_selected(self, selection: dict[int, list[str]]) -> Iterator[list[Request]]:
+        """The requests of the selected problems (task position -> ids, in visit order)."""
+        for ti, pids in selection.items():
+            plan = self.plans[ti]
+            for pid in pids:
+                wanted = plan.wanted.get(pid)
+                if wanted is None:
+                    continue
+                indices, attempts = wanted
+                reqs = [Request(ti, pid, j, a) for j, a in zip(indices, attempts)]
+                if self.server_n:
+                    yield reqs
+                else:
+                    yield from ([r] for r in reqs)
+
+    async def run_round(self, selection: dict[int, list[str]]) -> Counters:
+        """Request and grade only the selected problems (a round of a sequential run), then
+        wait until their judgements are written."""
+        n_round = sum(
+            len(self.plans[ti].wanted[pid][0])
+            for ti, pids in selection.items()
+            for pid in pids
+            if pid in self.plans[ti].wanted
+        )
+        self.total = self._issued + n_round
+        for ti, pids in selection.items():
+            for pid in pids:
+                if pid in self.plans[ti].to_grade:
+                    self._grade(ti, pid)
+        self._batches = self._iter_selected(selection)
+        n_workers = min(self.concurrency, max(n_round, 1))
+        await asyncio.gather(*(self._worker() for _ in range(n_workers)))
+        while self._grading:
+            await asyncio.gather(*self._grading, return_exceptions=True)
+        return self.counters
 
     async def run(self) -> Counters:
         """Grade what only needs grading, request every planned rollout, wait for grading."""

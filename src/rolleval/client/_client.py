@@ -66,8 +66,10 @@ class Client:
     200 responses whose body is not readable (not JSON, no ``choices``): such a body never
     reached us as a completion, so re-sending cannot duplicate one, and truncation by a
     proxy or an overloaded server is typically transient. A 200 with ``choices`` is complete
-    and is never re-sent, even when a choice is unusable (content missing or not a string):
-    with the same seed it would most likely come back the same, at full generation cost.
+    and is never re-sent, even when a choice is unusable (content of the wrong type, or
+    nothing at all in it): with the same seed it would most likely come back the same, at
+    full generation cost. A choice with null or empty content but a finish reason or a
+    thought is a completed rollout (:meth:`_parse_choice`).
     Other 4xx fail at once. Every outcome is a :class:`Completion`; ``complete`` raises only
     :class:`~rolleval.errors.UsageError` for a wrong call, never an httpx exception.
 
@@ -157,7 +159,8 @@ class Client:
         """``GET /models`` of every endpoint, in ``base_urls`` order, for provenance.
 
         One attempt each, no retries. Each item is ``{"endpoint": url, "models": [...]}``
-        (the ``data`` list as served) or ``{"endpoint": url, "error": "..."}``.
+        (the ``data`` list as served) or ``{"endpoint": url, "error": "..."}``, with
+        ``"unreachable": True`` when no connection could be made (refused, no such host).
         """
         self._update_auth()
         return list(await asyncio.gather(*(self._models_of(ep) for ep in self._endpoints)))
@@ -354,12 +357,13 @@ class Client:
         model = redact(model) if type(model) is str else None
         fingerprint = data.get("system_fingerprint")
         fingerprint = redact(fingerprint) if type(fingerprint) is str else None
-        prompt_tokens = completion_tokens = None
+        prompt_tokens = completion_tokens = reasoning_tokens = None
         usage = data.get("usage")
         if type(usage) is dict:
             prompt_tokens = _int_or_none(usage.get("prompt_tokens"))
             if n == 1:
                 completion_tokens = _int_or_none(usage.get("completion_tokens"))
+                reasoning_tokens = _reasoning_tokens(usage)
         choices = data["choices"]
         if n == 1:
             by_index = {0: choices[0]}
@@ -371,7 +375,7 @@ class Client:
         out = []
         for i in range(n):
             choice = by_index.get(i)
-            text = finish = None
+            text = reasoning = finish = None
             error: str | None
             if choice is None:
                 error = (
@@ -379,7 +383,7 @@ class Client:
                     f"(no choice with index {i}; does this server honour n? see server_n)"
                 )
             else:
-                text, finish, error = self._parse_choice(choice, i, chat)
+                text, reasoning, finish, error = self._parse_choice(choice, i, chat)
             out.append(
                 Completion(
                     status="ok" if error is None else "infra_error",
@@ -387,6 +391,8 @@ class Client:
                     finish_reason=finish,
                     prompt_tokens=prompt_tokens,
                     completion_tokens=completion_tokens,
+                    reasoning=reasoning,
+                    reasoning_tokens=reasoning_tokens,
                     latency_s=latency,
                     error=self._redact(error) if error is not None else None,
                     retries=retries,
@@ -399,26 +405,47 @@ class Client:
 
     def _parse_choice(
         self, choice: Any, i: int, chat: bool
-    ) -> tuple[str | None, str | None, str | None]:
-        """``(text, finish_reason, error)`` of one choice; ``text`` is None when ``error`` is set."""
+    ) -> tuple[str | None, str | None, str | None, str | None]:
+        """``(text, reasoning, finish_reason, error)`` of one choice.
+
+        Classified by the finish reason and which fields are present, never by the text
+        alone (``docs/contract.md``, "Reasoning models"): a choice with a finish reason or a
+        thought is a completed rollout even when its text is null or empty (a budget run
+        out mid-thought is a truncated answer, not an outage); it is malformed only with
+        no message at all, a text of the wrong type, or nothing in it (no text, no
+        thought, no finish reason). ``text`` and ``reasoning`` are as the server sent them
+        (``None`` for a null or absent field); both are ``None`` when ``error`` is set.
+        """
         if type(choice) is not dict:
-            return None, None, f"malformed response: choices[{i}] is not an object"
+            return None, None, None, f"malformed response: choices[{i}] is not an object"
         finish = choice.get("finish_reason")
         finish = redact(finish) if type(finish) is str else None
+        reasoning: Any = None
         if chat:
             message = choice.get("message")
             if type(message) is not dict:
-                return None, finish, f"malformed response: no choices[{i}].message"
+                return None, None, finish, f"malformed response: no choices[{i}].message"
             text = message.get("content")
             where = f"choices[{i}].message.content"
+            reasoning = _thought_of(message)
         else:
             text = choice.get("text")
             where = f"choices[{i}].text"
-        if type(text) is str:
-            return redact(text), finish, None
-        if text is None:
-            return None, finish, f"malformed response: no {where} (finish_reason={finish!r})"
-        return None, finish, f"malformed response: {where} is {type(text).__name__}, not a string"
+        if text is not None and type(text) is not str:
+            return (
+                None,
+                None,
+                finish,
+                f"malformed response: {where} is {type(text).__name__}, not a string",
+            )
+        if text is None and reasoning is None and finish is None:
+            return None, None, None, f"malformed response: no {where} and no finish_reason"
+        return (
+            redact(text) if text is not None else None,
+            redact(reasoning) if reasoning is not None else None,
+            finish,
+            None,
+        )
 
     def _failed(self, failure: Failure, latency: float, retries: int, ep: _Endpoint) -> Completion:
         message = failure.message
@@ -451,10 +478,11 @@ class Client:
             async with self._sem:
                 response = await _with_deadline(self._http.get(ep.models_url), timeout)
         except _ATTEMPT_ERRORS as exc:
-            return {
-                "endpoint": ep.base_url,
-                "error": self._redact(failure_from_exception(exc, timeout).message),
-            }
+            failure = failure_from_exception(exc, timeout)
+            out: dict[str, Any] = {"endpoint": ep.base_url, "error": self._redact(failure.message)}
+            if failure.kind == "connect":  # nothing listens there: no request can succeed
+                out["unreachable"] = True
+            return out
         if response.status_code != 200:
             failure = failure_from_status(response.status_code, response.headers, response.content)
             return {"endpoint": ep.base_url, "error": self._redact(failure.message)}
@@ -568,3 +596,29 @@ def _replace_surrogates(value: Any) -> Any:
 
 def _int_or_none(value: Any) -> int | None:
     return value if type(value) is int else None
+
+
+#: Where servers put the thought of a reasoning model, first found wins: ``reasoning``
+#: (vLLM since 0.16), ``reasoning_content`` (SGLang, llama.cpp, DeepSeek, older vLLM).
+THOUGHT_FIELDS = ("reasoning", "reasoning_content")
+
+
+def _thought_of(message: dict[str, Any]) -> str | None:
+    """The thought of a chat message: the first of :data:`THOUGHT_FIELDS` holding a string."""
+    for key in THOUGHT_FIELDS:
+        value = message.get(key)
+        if type(value) is str:
+            return value
+    return None
+
+
+def _reasoning_tokens(usage: dict[str, Any]) -> int | None:
+    """Reasoning tokens as the server counts them: ``completion_tokens_details.reasoning_tokens``
+    (OpenAI, DeepSeek, vLLM) or top-level ``reasoning_tokens`` (SGLang); ``None`` (not
+    counted) when neither is an integer, never 0 for absent."""
+    details = usage.get("completion_tokens_details")
+    if type(details) is dict:
+        value = _int_or_none(details.get("reasoning_tokens"))
+        if value is not None:
+            return value
+    return _int_or_none(usage.get("reasoning_tokens"))

@@ -15,8 +15,9 @@ class Completion:
     """One rollout's outcome, field for field what a :class:`~rolleval.records.RolloutRecord`
     stores (see :meth:`to_record`).
 
-    ``status`` is ``ok`` only when the server answered 200 with a usable text; then
-    ``text`` is that text (possibly empty) and ``error`` is ``None``. Otherwise ``text`` is
+    ``status`` is ``ok`` when the server answered 200 with a completed choice; then
+    ``text`` is its text (possibly empty, or ``None`` when the server sent ``null``: a
+    reasoning model out of budget mid-thought) and ``error`` is ``None``. Otherwise ``text`` is
     ``None`` and ``error`` says why, from the last attempt: ``timeout`` when that attempt ran
     out of time, ``infra_error`` for everything else (HTTP errors, dropped connections,
     malformed 200 responses).
@@ -43,6 +44,12 @@ class Completion:
     """Base URL of the endpoint that answered (the last one tried, on failure)."""
     options: tuple[OptionScore, ...] | None = None
     """Log-likelihood rollouts only: every option's score (``text`` is the best option)."""
+    reasoning: str | None = None
+    """The thought, when the server sent it apart from the answer (``message.reasoning`` or
+    ``message.reasoning_content``); ``None`` when it sent none."""
+    reasoning_tokens: int | None = None
+    """Reasoning tokens as the server counted them (``None``: not counted; never 0 for
+    absent). ``None`` with ``server_n`` and ``n > 1``, like ``completion_tokens``."""
 
     @property
     def ok(self) -> bool:
@@ -54,15 +61,22 @@ class Completion:
     ) -> RolloutRecord:
         """The :class:`~rolleval.records.RolloutRecord` for this outcome."""
         usage = None
-        if self.prompt_tokens is not None or self.completion_tokens is not None:
+        if (
+            self.prompt_tokens is not None
+            or self.completion_tokens is not None
+            or self.reasoning_tokens is not None
+        ):
             usage = Usage(
-                prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens
+                prompt_tokens=self.prompt_tokens,
+                completion_tokens=self.completion_tokens,
+                reasoning_tokens=self.reasoning_tokens,
             )
         return RolloutRecord(
             problem_id=problem_id,
             index=index,
             status=self.status,
             text=self.text,
+            reasoning=self.reasoning,
             finish_reason=self.finish_reason,
             usage=usage,
             latency_s=self.latency_s,

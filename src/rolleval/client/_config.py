@@ -101,6 +101,8 @@ class SamplingParams:
     max_tokens: int | None = None
     stop: tuple[str, ...] | None = None
     """Stop strings; a single string is taken as a one-element tuple."""
+    reasoning_effort: str | None = None
+    """Sent as ``reasoning_effort`` (OpenAI, vLLM, SGLang, llama.cpp); ``None``: not sent."""
     extra_body: Mapping[str, Any] = field(default_factory=dict, hash=False)
     """Merged into the JSON body as given (e.g. ``{"top_k": 20}``); may override the fields
     above but not ``model``, ``messages``, ``prompt``, ``seed``, ``n`` or ``stream``."""
@@ -141,6 +143,12 @@ class SamplingParams:
                 fields[name] = value
         if stop is not None:
             fields["stop"] = list(stop)
+        if self.reasoning_effort is not None:
+            if not isinstance(self.reasoning_effort, str) or not self.reasoning_effort:
+                raise UsageError(
+                    f"reasoning_effort must be a non-empty string, got {self.reasoning_effort!r}"
+                )
+            fields["reasoning_effort"] = self.reasoning_effort
         fields.update(extra)
         # Precomputed once: the body fields every request with these params carries.
         object.__setattr__(self, "_body_fields", fields)

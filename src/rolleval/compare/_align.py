@@ -18,7 +18,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ..errors import UsageError
-from ._frame import _MUST_MATCH, _NOTED, ProblemFrame
+from ._frame import _MUST_MATCH, ProblemFrame
 
 __all__ = ["Alignment", "align_frames"]
 
@@ -79,10 +79,8 @@ def _differences(
                     f"grader identity unknown on the {side} (the other side: {va or vb!r}); "
                     "the graders could not be checked to be the same"
                 )
-    for key in _NOTED:
-        va, vb = a.settings.get(key), b.settings.get(key)
-        if va != vb:
-            soft.append(f"{key} differs: {va!r} vs {vb!r}")
+    # sampling, rollouts per problem and data source are listed once, formatted, under
+    # "what changed" (rolleval.compare._changed), not here
     return hard, soft
 
 

@@ -49,9 +49,9 @@ __all__ = [
 #: definition each, shared with report.json and the gate (:data:`rolleval._report._build.HEALTH_DEFINITIONS`).
 HEALTH_METRICS = {name: definition for name, (_key, definition) in HEALTH_DEFINITIONS.items()}
 
-# settings that must agree for two frames to be comparable, and those that are only noted
+# settings that must agree for two frames to be comparable (the others that differ are
+# listed under "what changed": rolleval.compare._changed)
 _MUST_MATCH = ("grader_identity", "score_key", "denominator_policy", "timeout_policy")
-_NOTED = ("sampling", "n_rollouts", "source")
 
 
 #: ``metrics.<name>``: the mean of a named per-rollout judgement metric (report key).
@@ -282,6 +282,12 @@ def save_baseline(
     if out.exists() and not overwrite:
         raise UsageError(f"{out}: file exists; pass --force to replace it, or choose another --out")
     run = RunDir.open(run_path)
+    if run.info.sequential is not None:
+        raise UsageError(
+            f"{run_path}: a sequential run (--until-decided) visited a data-dependent share of "
+            "BASE's problems and stopped on its comparison; it cannot serve as a baseline "
+            "(run the candidate in full, without --until-decided, to make one)"
+        )
     frames = frames_from_run(run_path)
     doc: dict[str, Any] = {
         "format": BASELINE_FORMAT,

@@ -21,6 +21,7 @@ every evaluated gate exit 0.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -38,9 +39,11 @@ from ..errors import (
     DataError,
     UsageError,
 )
+from ._changed import WhatChanged, side_record, what_changed
 from ._evidence import check_complete, refuse_incomplete
-from ._frame import HEALTH_METRICS, ProblemFrame, canonical_metric, load_frames, resolve_tasks
-from ._runs import TaskComparison, compare_frames, decide_overall
+from ._frame import HEALTH_METRICS, ProblemFrame, canonical_metric, load_frames
+from ._pairs import pair_tasks, parse_task_map
+from ._runs import TaskComparison, compare_frames, decide_overall, label_sides
 
 __all__ = ["DEFAULT_POLICY", "GateOutcome", "gate_run", "load_policy"]
 
@@ -146,12 +149,15 @@ class GateOutcome:
     observe: bool = False
     reasons: list[str] = field(default_factory=list)
     incomplete: list[dict[str, Any]] = field(default_factory=list)
+    changed: WhatChanged | None = None
+    """What changed between the baseline's and the run's recorded settings."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "verdict": self.verdict,
             "exit_code": self.exit_code,
             "observe": self.observe,
+            "what_changed": self.changed.to_dict() if self.changed else None,
             "multiplicity": "Holm across all gating comparisons",
             "reasons": self.reasons,
             "incomplete": self.incomplete,
@@ -197,16 +203,28 @@ def gate_run(
     observe: bool = False,
     allow_incomplete: bool = False,
     tasks: list[str] | None = None,
+    task_map: Mapping[str, str] | list[str] | None = None,
 ) -> GateOutcome:
-    """Decide whether ``run`` may replace ``baseline`` under ``policy``."""
+    """Decide whether ``run`` may replace ``baseline`` under ``policy``.
+
+    Tasks pair as in :func:`~rolleval.compare.compare_runs` (by name, ``task_map``, or by
+    content); the outcome's ``changed`` lists the recorded settings that differ."""
     policy = policy or DEFAULT_POLICY
     alpha = float(policy.get("alpha", 0.05))
+    from ._seqruns import refuse_sequential
+
+    refuse_sequential(baseline, run, hint="`rolleval compare BASE RUN` with its own BASE")
     fb = load_frames(baseline)
     fc = load_frames(run)
     named = list(tasks or []) or list(policy.get("tasks") or [])
     try:
-        names = resolve_tasks(
-            fb, fc, named or None, sources=(baseline, run), sides=("baseline", "run")
+        pairs = pair_tasks(
+            fb,
+            fc,
+            tasks=named or None,
+            task_map=parse_task_map(task_map),
+            sources=(baseline, run),
+            sides=("baseline", "run"),
         )
     except UsageError as exc:
         if tasks or not policy.get("tasks"):
@@ -216,8 +234,9 @@ def gate_run(
             f"policy tasks: {exc}; remove it from the policy's tasks",
             path=policy.get("_path", "policy"),
         ) from None
-    if not names:
-        raise UsageError("the run and the baseline share no task")
+    names = [p.baseline for p in pairs]
+    pair_of = {p.baseline: p for p in pairs}
+    fc = {p.baseline: fc[p.candidate] for p in pairs}  # by baseline name from here on
     incomplete = [
         *check_complete({t: fb[t] for t in names}, baseline, "baseline"),
         *check_complete({t: fc[t] for t in names}, run, "run"),
@@ -230,7 +249,7 @@ def gate_run(
         for i in incomplete
     ]
     checks: list[dict[str, Any]] = []
-    not_evaluated = [] if named else [t for t in fb if t not in fc]
+    not_evaluated = [] if named else [t for t in fb if t not in pair_of]
     for t in not_evaluated:
         checks.append(
             {
@@ -271,6 +290,7 @@ def gate_run(
                 power=power,
                 confidence_level=confidence_level,
                 unmatched=unmatched,
+                pair=pair_of[t],
             )
             key = f"{t}:{metric}"
             comps[key] = tc.comparison
@@ -327,6 +347,12 @@ def gate_run(
         EXIT_NEGATIVE: "blocked",
         EXIT_INCONCLUSIVE: "inconclusive",
     }.get(code, "pass")
+    changed = what_changed(
+        side_record(baseline, {t: f.settings for t, f in fb.items()}),
+        side_record(run, {p.candidate: fc[p.baseline].settings for p in pairs}),
+        [(p.baseline, p.candidate) for p in pairs],
+    )
+    label_sides(task_comps, changed)
     return GateOutcome(
         verdict,
         EXIT_OK if observe else code,
@@ -335,4 +361,5 @@ def gate_run(
         observe,
         reasons,
         incomplete,
+        changed,
     )

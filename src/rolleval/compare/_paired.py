@@ -629,8 +629,15 @@ def _explain(
     p: float,
     tau: float,
     why_unbounded: str | None,
+    alpha: float = 0.05,
 ) -> str:
     ci = f"CI [{lo:.4g}, {hi:.4g}]"
+    # contract row 3: a change is significant only when the interval excludes 0 AND the
+    # sign-flip test reaches alpha; say which one did not when they disagree
+    disagree = (
+        f"the interval excludes 0 but the sign-flip test does not reach alpha "
+        f"(p = {p:.3g} > {alpha:g}); both must agree"
+    )
     if verdict == "regression":
         return (
             f"candidate worse by {-effect:.4g} ({ci}, p = {p:.3g}): at least the threshold {tau:g}"
@@ -642,7 +649,8 @@ def _explain(
     if verdict == "significant_below_threshold":
         return f"significant change {effect:+.4g} ({ci}, p = {p:.3g}) smaller than the threshold {tau:g}"
     if verdict == "equivalent_within_threshold":
-        return f"no significant change (p = {p:.3g}); {ci} lies inside (-{tau:g}, +{tau:g})"
+        why = disagree if excludes_zero else f"p = {p:.3g}"
+        return f"no significant change ({why}); {ci} lies inside (-{tau:g}, +{tau:g})"
     if verdict == "insufficient_evidence":
         return (
             f"{ci} lies inside (-{tau:g}, +{tau:g}) but {why_unbounded}: equivalence is not shown"
@@ -657,7 +665,7 @@ def _explain(
             f"significant drop {effect:+.4g} (p = {p:.3g}) smaller than the threshold {tau:g}, "
             f"but {why}"
         )
-    why = f"p = {p:.3g} > alpha" if excludes_zero else f"{ci} contains 0"
+    why = disagree if excludes_zero else f"{ci} contains 0"
     return (
         f"no significant change ({why}) and {ci} reaches beyond +-{tau:g}: "
         "neither a regression nor equivalence is shown"
@@ -736,10 +744,11 @@ def paired_compare(
        regression despite float noise.
     10. Power [1]_: minimum detectable effect at ``power``, two-sided ``alpha``, at this
        ``T``, from the observed variance. With counts (``inp.c_*``, ``inp.n_*``) it uses
-       the variance components ``omega2 = Var(x_c - x_b)``, ``sigma2_*`` and ``k_*``
-       (:func:`rolleval.stats.paired_variance_components`)::
+       the variance components ``omega2 = Var(x_baseline - x_candidate)``, ``sigma2_*``
+       and ``k_*`` (:func:`rolleval.stats.paired_variance_components`)::
 
-           MDE = (z_{alpha/2} + z_beta) * sqrt((omega2 + sigma2_candidate/k_candidate + sigma2_c/k_c) / T)
+           MDE = (z_{alpha/2} + z_beta) * sqrt((omega2 + sigma2_baseline/k_baseline
+                                               + sigma2_candidate/k_candidate) / T)
 
        otherwise ``MDE = (z_{alpha/2} + z_beta) * se`` (the same quantity without the
        split). When the verdict is inconclusive or insufficient evidence:
@@ -796,11 +805,11 @@ def paired_compare(
 
     Notes
     -----
-    Equivalence from a zero-width interval was possible before rolleval 0.x (issue 10):
-    a run compared with itself, or greedy runs that agree, were called equivalent from
-    6 problems up. Such samples now get ``insufficient_evidence`` with the number of
-    problems the exact bound needs (about 183 with no problem moved at ``tau = 0.02``
-    on a 0-1 metric).
+    A zero-width bootstrap interval never shows equivalence on its own: a run compared with
+    itself, or greedy runs that agree, would be called equivalent from 6 problems up by
+    the interval alone. Such samples get ``insufficient_evidence`` with the number of
+    problems the exact bound needs (about 183 with no problem moved at ``threshold =
+    0.02`` on a 0-1 metric).
 
     References
     ----------
@@ -978,6 +987,7 @@ def paired_compare(
             test.pvalue,
             args.threshold,
             why_unbounded,
+            alpha=args.alpha,
         )
     plan = _power(args, d, se, verdict, bound)
     return Comparison(

@@ -51,6 +51,11 @@ def plan_runs(
     alpha: float = 0.05,
     power: float = 0.8,
     tasks: list[str] | None = None,
+    sequential: bool = False,
+    max_problems: int | None = None,
+    round_problems: int = 10,
+    n_sims: int = 1000,
+    rng: int = 0,
 ) -> dict[str, Any]:
     r"""Sizes at which ``rolleval compare`` gives ``regression`` for a true drop of ``effect``.
 
@@ -88,6 +93,12 @@ def plan_runs(
         Two-sided level of the comparison, and the power wanted for the verdict.
     tasks : list of str, optional
         Tasks to plan (default: every task of the pilot).
+    sequential : bool, default False
+        Also simulate a sequential run against the pilot as BASE (``rolleval run
+        --until-decided``): mean and 90th-percentile problems to a verdict at the true drop,
+        the share of each verdict (:func:`rolleval.compare._sequential.simulate_sequential`;
+        ``n_sims`` runs, seeded by ``rng``; budget ``max_problems``, default the pilot's
+        problems; a look every ``round_problems``; each task at ``alpha`` / tasks).
 
     Returns
     -------
@@ -96,7 +107,10 @@ def plan_runs(
         ``assumption`` and, per task, the components (``omega2``, ``sigma2_baseline``,
         ``k_baseline``, ``sigma2_candidate``, ``k_candidate``), ``required_problems``,
         ``required_rollouts_at_current_problems``, ``mde_current`` (significance at
-        ``power``), ``regression_power_current`` and ``status``.
+        ``power``), ``regression_power_current``, ``equivalence_problems`` (the problems at
+        which the minimum detectable effect reaches the threshold, which the verdict
+        ``equivalent`` needs) and ``status``; ``missing_tasks``: pilot tasks the candidate
+        lacks (not planned).
 
     Raises
     ------
@@ -127,9 +141,16 @@ def plan_runs(
             "the threshold: half the time), whatever the number of problems; plan for a "
             "larger effect or compare with a smaller --threshold"
         )
-    for name in resolve_tasks(
+    if by_candidate is not None and not tasks:
+        # a pilot task the candidate lacks is named, not planned (there is no pair)
+        missing = [t for t in by_pilot if t not in by_candidate]
+        if missing:
+            out["missing_tasks"] = missing
+    names = resolve_tasks(
         by_pilot, by_candidate, tasks, sources=(pilot, candidate), sides=("pilot", "candidate")
-    ):
+    )
+    n_tasks = len(names)
+    for name in names:
         pilot_frame = by_pilot[name]
         if by_candidate is not None:
             al = align_frames(pilot_frame, by_candidate[name], unmatched="exclude")
@@ -206,6 +227,9 @@ def plan_runs(
         entry["required_problems_significance"] = required_problems(
             effect, alpha=alpha, power=power, **kw
         )
+        # "equivalent" needs, besides an interval inside the band, a minimum detectable
+        # effect of at most the threshold: the problems at which MDE = threshold
+        entry["equivalence_problems"] = required_problems(threshold, alpha=alpha, power=power, **kw)
         if below:
             entry["required_problems"] = None
             entry["required_rollouts_at_current_problems"] = None
@@ -223,6 +247,20 @@ def plan_runs(
                 alpha=alpha,
                 power=power,
                 threshold=threshold,
+            )
+        if sequential:
+            from ._sequential import simulate_sequential, task_alpha
+
+            entry["sequential"] = simulate_sequential(
+                pilot_frame.c,
+                pilot_frame.n,
+                effect=effect,
+                threshold=threshold,
+                alpha=task_alpha(alpha, n_tasks),
+                budget=max_problems,
+                round_problems=round_problems,
+                n_sims=n_sims,
+                rng=rng,
             )
         out["tasks"][name] = entry
     return out

@@ -16,9 +16,10 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .._report._build import pooled_rate
+from .._report._build import THOUGHT_HEALTH, pooled_rate
 from ..errors import EXIT_INCONCLUSIVE, EXIT_NEGATIVE, EXIT_OK, UsageError
 from ._align import Alignment, align_frames
+from ._changed import WhatChanged, side_record, what_changed
 from ._common_k import COMMON_K_METRICS, common_k_values
 from ._evidence import check_complete, drop_accounting, refuse_incomplete, unjudged_bound
 from ._frame import (
@@ -27,10 +28,10 @@ from ._frame import (
     canonical_metric,
     load_frames,
     metric_direction,
-    resolve_tasks,
 )
 from ._movers import problem_movers
 from ._paired import Comparison, PairedInput, paired_compare
+from ._pairs import TaskPair, pair_tasks, parse_task_map
 from ._rule import ComparisonVerdict, verdict_exit_code, verdict_label
 from ._verdict import gate_decision
 
@@ -78,10 +79,14 @@ class TaskComparison:
     unjudged: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     forced_inconclusive: bool = False
+    pair: TaskPair | None = None
+    """How the candidate's task was paired with this baseline task (``None``: by name)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "task": self.task,
+            "candidate_task": self.pair.candidate if self.pair else self.task,
+            "pairing": self.pair.to_dict() if self.pair else None,
             "metric": self.metric,
             **self.comparison.to_dict(),
             "better": "higher" if metric_direction(self.metric) > 0 else "lower",
@@ -110,11 +115,14 @@ class CompareResult:
     reasons: list[str] = field(default_factory=list)
     incomplete: list[dict[str, Any]] = field(default_factory=list)
     observe: bool = False
+    changed: WhatChanged | None = None
+    """What changed between the two sides' recorded settings (beside what moved)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "baseline": self.baseline,
             "candidate": self.candidate,
+            "what_changed": self.changed.to_dict() if self.changed else None,
             "metric": self.metric,
             "unit": "problem",
             "verdict": self.verdict,
@@ -184,12 +192,20 @@ def compare_frames(
     unmatched: Literal["error", "exclude"] = "error",
     require_provenance: bool = False,
     top: int = 10,
+    pair: TaskPair | None = None,
 ) -> TaskComparison:
     """Compare one task of two runs on one metric (see :func:`compare_runs`)."""
     metric = canonical_metric(metric)
-    al = align_frames(
-        baseline, candidate, unmatched=unmatched, require_provenance=require_provenance
-    )
+    try:
+        al = align_frames(
+            baseline, candidate, unmatched=unmatched, require_provenance=require_provenance
+        )
+    except UsageError as exc:
+        if pair is None or pair.note is None:
+            raise
+        raise UsageError(f"{pair.note}; {exc}") from None
+    if pair is not None and pair.note:
+        al.notes.insert(0, pair.note)
     tau = default_threshold(metric) if threshold is None else threshold
     direction = metric_direction(metric)
     pb, pc = al.pos_baseline, al.pos_candidate
@@ -235,6 +251,8 @@ def compare_frames(
             continue
         hb = pooled_rate(*(a[pb] for a in baseline.health[name]))
         hc = pooled_rate(*(a[pc] for a in candidate.health[name]))
+        if name in THOUGHT_HEALTH and hb is None and hc is None:
+            continue  # no thought on either side: not a reasoning model
         health[name] = {
             "baseline": hb,
             "candidate": hc,
@@ -274,9 +292,35 @@ def compare_frames(
         movers=movers,
         problems=problems,
         unjudged=unjudged,
-        warnings=warnings,
+        warnings=warnings + thought_warning(health),
         forced_inconclusive=why is not None,
+        pair=pair if pair is not None and pair.by != "name" else None,
     )
+
+
+def thought_warning(health: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One sentence when the candidate runs out of budget inside its thought more often than
+    the baseline (by more than 2 points): how much more, and how much longer it thinks."""
+    trunc = health.get("truncated_in_thought_rate") or {}
+    hb, hc = trunc.get("baseline"), trunc.get("candidate")
+    if hc is None or hc - (hb or 0.0) <= 0.02:
+        return []
+    how = f"{hc / hb:.1f}x as often" if hb else "where the baseline never did"
+    line = (
+        f"the candidate runs out of budget inside its thought {how} "
+        f"({100 * hc:.1f}% vs {'N/A' if hb is None else f'{100 * hb:.1f}%'} of completed rollouts)"
+    )
+    for name, unit in (("reasoning_tokens", "reasoning tokens"), ("thought_chars", "characters")):
+        t = health.get(name) or {}
+        tb, tc = t.get("baseline"), t.get("candidate")
+        if tb and tc is not None:
+            change = 100 * (tc / tb - 1)
+            longer = "longer" if change >= 0 else "shorter"
+            line += (
+                f" and thinks {abs(change):.0f}% {longer} ({tc:.0f} vs {tb:.0f} {unit} per rollout)"
+            )
+            break
+    return [line + ": raise max_tokens; truncated answers count as wrong"]
 
 
 @dataclass(frozen=True)
@@ -354,6 +398,7 @@ def compare_runs(
     require_provenance: bool = False,
     observe: bool = False,
     allow_incomplete: bool = False,
+    task_map: Mapping[str, str] | list[str] | None = None,
 ) -> CompareResult:
     """Compare a candidate run with a baseline (run directory or baseline file), task by task.
 
@@ -363,46 +408,49 @@ def compare_runs(
     otherwise; with ``observe`` always 0. Input errors raise ``UsageError`` (exit 2), also
     under ``observe`` when nothing could be compared; an incomplete run raises ``RunError``
     (exit 4) unless ``allow_incomplete``, and then the result carries its missing counts.
+
+    Tasks pair by name; ``task_map`` (``{BASE: CAND}`` or ``["BASE=CAND"]``) pairs others
+    explicitly, and a baseline task with no counterpart of its name pairs with the candidate
+    task whose problems match its own by content hash (the result says so). The result's
+    ``changed`` lists the recorded settings that differ between the sides.
     """
     metric = canonical_metric(metric)
+    from ._seqruns import refuse_sequential
+
+    refuse_sequential(
+        baseline,
+        candidate,
+        hint="`rolleval compare BASE RUN` with its own BASE (compare_sequential_run)",
+    )
     by_baseline = load_frames(baseline)
     by_candidate = load_frames(candidate)
-    names = resolve_tasks(by_baseline, by_candidate, tasks, sources=(baseline, candidate))
+    pairs = pair_tasks(
+        by_baseline,
+        by_candidate,
+        tasks=tasks,
+        task_map=parse_task_map(task_map),
+        sources=(baseline, candidate),
+    )
     incomplete = [
-        *check_complete({t: by_baseline[t] for t in names}, baseline, "baseline"),
-        *check_complete({t: by_candidate[t] for t in names}, candidate, "candidate"),
+        *check_complete({p.baseline: by_baseline[p.baseline] for p in pairs}, baseline, "baseline"),
+        *check_complete(
+            {p.candidate: by_candidate[p.candidate] for p in pairs}, candidate, "candidate"
+        ),
     ]
     if not allow_incomplete:
         refuse_incomplete(incomplete)
-    skipped: dict[str, str] = {}
-    reasons: list[str] = []
-    if not tasks:
-        for t in by_baseline:
-            if t not in by_candidate:
-                skipped[t] = "only in the baseline: not evaluated"
-        for t in by_candidate:
-            if t not in by_baseline:
-                skipped[t] = "only in the candidate: no baseline to compare with"
-        missing = [t for t in by_baseline if t not in by_candidate]
-        if missing:
-            reasons.append(
-                f"baseline task(s) {', '.join(missing)} have no counterpart in the candidate: not "
-                "evaluated (name the tasks to compare with --task)"
-            )
-    if not names:
-        raise UsageError(
-            f"the runs share no task (baseline: {', '.join(by_baseline) or 'none'}; candidate: {', '.join(by_candidate) or 'none'})"
-        )
+    skipped, reasons = _unpaired(by_baseline, by_candidate, pairs, named=bool(tasks))
     for item in incomplete:
         reasons.append(
             f"the {item['side']} is incomplete (status {item['run_status']!r}, task {item['task']!r}: "
             f"{item['missing_rollouts']} of {item['requested_rollouts']} rollouts missing); "
             "compared under --allow-incomplete"
         )
-    results = [
-        compare_frames(
-            by_baseline[t],
-            by_candidate[t],
+    results = []
+    for pair in pairs:
+        tc = compare_frames(
+            by_baseline[pair.baseline],
+            by_candidate[pair.candidate],
             metric=metric,
             threshold=threshold,
             alpha=alpha,
@@ -412,9 +460,15 @@ def compare_runs(
             power=power,
             unmatched=unmatched,
             require_provenance=require_provenance,
+            pair=pair,
         )
-        for t in names
-    ]
+        results.append(tc)
+    changed = what_changed(
+        side_record(baseline, {t: fr.settings for t, fr in by_baseline.items()}),
+        side_record(candidate, {t: fr.settings for t, fr in by_candidate.items()}),
+        [(p.baseline, p.candidate) for p in pairs],
+    )
+    label_sides(results, changed)
     if observe and all(r.comparison.n_problems == 0 for r in results):
         counts = "; ".join(f"{r.task}: {len(r.alignment.ids)} matched" for r in results)
         raise UsageError(
@@ -442,4 +496,40 @@ def compare_runs(
         reasons=[*reasons, *overall.notes],
         incomplete=incomplete,
         observe=observe,
+        changed=changed,
     )
+
+
+def label_sides(comparisons: list[TaskComparison], changed: WhatChanged) -> None:
+    """Name each comparison's sides as people know them (model and run directory)."""
+    for tc in comparisons:
+        tc.sides["baseline"]["label"] = changed.baseline.text
+        tc.sides["candidate"]["label"] = changed.candidate.text
+
+
+def _unpaired(
+    baseline: Mapping[str, ProblemFrame],
+    candidate: Mapping[str, ProblemFrame],
+    pairs: list[TaskPair],
+    *,
+    named: bool,
+) -> tuple[dict[str, str], list[str]]:
+    """Tasks left out of ``pairs`` (unless the user named the tasks) and why."""
+    skipped: dict[str, str] = {}
+    reasons: list[str] = []
+    if named:
+        return skipped, reasons
+    paired_b = {p.baseline for p in pairs}
+    paired_c = {p.candidate for p in pairs}
+    missing = [t for t in baseline if t not in paired_b]
+    for t in missing:
+        skipped[t] = "only in the baseline: not evaluated"
+    for t in candidate:
+        if t not in paired_c:
+            skipped.setdefault(t, "only in the candidate: no baseline to compare with")
+    if missing:
+        reasons.append(
+            f"baseline task(s) {', '.join(missing)} have no counterpart in the candidate: not "
+            "evaluated (name the tasks to compare with --task, or pair them with --task-map BASE=CAND)"
+        )
+    return skipped, reasons

@@ -11,6 +11,10 @@ Graders are built from JSON specs by :func:`make_grader`:
 * ``qa`` (:class:`QaGrader`): exact match and token F1 by the SQuAD or DROP rules;
 * ``code`` (:class:`CodeGrader`): the program's tests run in an isolated child process.
 
+Before any grader sees a text, :func:`split_thought` keeps a reasoning model's thought
+apart from its answer (the task's thinking delimiters); a rollout with no answer gets
+:data:`NO_ANSWER` without being graded (:func:`grading_inputs`, :func:`verdict_of`).
+
 :func:`grade_problems` grades a batch (in worker processes for the math grader, with a
 per-problem timeout); :class:`GradingPool` does the same one problem at a time, returning
 futures, for a runner that grades as rollouts arrive.
@@ -27,10 +31,21 @@ from ._pool import GradingPool, default_workers, grade_problems
 from ._qa import QaGrader, drop_metrics, squad_metrics
 from ._registry import GRADER_TYPES, grader_versions, make_grader
 from ._short import ShortAnswerGrader, normalize_short_answer
+from ._thought import (
+    NO_ANSWER,
+    ThoughtSplit,
+    check_thinking,
+    grading_inputs,
+    split_thought,
+    thinking_of,
+    thought_and_answer,
+    verdict_of,
+)
 
 __all__ = [
     "GRADER_TYPES",
     "MATH_EXTRACTORS",
+    "NO_ANSWER",
     "CodeGrader",
     "Grader",
     "GradingPool",
@@ -40,19 +55,26 @@ __all__ = [
     "McqGrader",
     "QaGrader",
     "ShortAnswerGrader",
+    "ThoughtSplit",
     "Verdict",
+    "check_thinking",
     "default_workers",
     "drop_metrics",
     "extract_choice",
     "extract_code",
     "grade_problems",
     "grader_versions",
+    "grading_inputs",
     "grading_reference",
     "make_grader",
     "normalize_short_answer",
     "parse_judge_verdict",
     "score_options",
+    "split_thought",
     "squad_metrics",
+    "thinking_of",
+    "thought_and_answer",
+    "verdict_of",
 ]
 
 publish(__name__, globals(), __all__)

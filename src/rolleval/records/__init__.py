@@ -22,6 +22,7 @@ from ._base import SCHEMA_VERSION, check_schema_version
 from ._files import (
     BASELINE_FORMAT,
     BASELINE_SCHEMA,
+    DEFAULT_THINKING,
     REPORT_VERSION,
     RUN_FORMAT,
     BaselineFile,
@@ -34,6 +35,9 @@ from ._files import (
     RunSummary,
     SamplingSettings,
     Segment,
+    SequentialDesign,
+    SequentialLook,
+    SequentialTask,
     TaskSettings,
 )
 from ._rules import (
@@ -62,6 +66,7 @@ from ._streams import (
 __all__ = [
     "BASELINE_FORMAT",
     "BASELINE_SCHEMA",
+    "DEFAULT_THINKING",
     "GRADABLE_STATUS",
     "REPORT_VERSION",
     "ROLLOUT_STATUSES",
@@ -86,6 +91,9 @@ __all__ = [
     "RunSummary",
     "SamplingSettings",
     "Segment",
+    "SequentialDesign",
+    "SequentialLook",
+    "SequentialTask",
     "TaskSettings",
     "Usage",
     "canonical_json",

@@ -21,7 +21,12 @@ __all__ = [
 #: ``task.json``, ``profile.json`` and the three record streams together. Bump it on any
 #: incompatible change and give the models an upgrade step in their ``_upgrades``.
 #: Version 2 renamed the manifest's ``measurement.n`` to ``n_rollouts``; nothing else changed.
-SCHEMA_VERSION = 2
+#: Version 3 added the manifest's optional ``sequential`` design (issue 24); nothing else changed.
+#: Version 4 (issue 19, reasoning models) added the thought apart from the answer: the
+#: rollout's ``reasoning`` and ``usage.reasoning_tokens``, the judgement's thought health
+#: fields and ``task.json``'s ``thinking`` delimiters (``"none"`` in an older run's
+#: ``task.json``: its texts were graded whole). Lines of older runs read as they are.
+SCHEMA_VERSION = 4
 
 
 def check_schema_version(version: object, *, path: object, what: str = "record schema") -> None:
@@ -55,7 +60,8 @@ class StreamRecord(_Model):
     Lines carry no version of their own: the run's ``manifest.json`` ``schema_version``
     covers them. A reader of an older run passes that version as validation context
     (``model_validate(data, context={"schema_version": v})``) and :meth:`_upgrade_stream`
-    refuses a newer one (no line has changed shape yet: versions 1 and 2 read as they are).
+    refuses a newer one (lines of versions 1 to 3 read as they are: version 4 only added
+    optional fields).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)

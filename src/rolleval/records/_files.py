@@ -23,6 +23,7 @@ from ._base import SCHEMA_VERSION, FileModel, RecordPart
 __all__ = [
     "BASELINE_FORMAT",
     "BASELINE_SCHEMA",
+    "DEFAULT_THINKING",
     "REPORT_VERSION",
     "RUN_FORMAT",
     "BaselineFile",
@@ -35,6 +36,9 @@ __all__ = [
     "RunSummary",
     "SamplingSettings",
     "Segment",
+    "SequentialDesign",
+    "SequentialLook",
+    "SequentialTask",
     "TaskSettings",
 ]
 
@@ -87,8 +91,74 @@ def _rename_measurement_n(data: dict[str, Any]) -> dict[str, Any]:
     return data
 
 
-#: Schema 2 changed only the manifest: the other run files and the streams read as they are.
-_SAME_SINCE_1: dict[int, Any] = {1: _unchanged}
+#: Schemas 2 and 3 changed only the manifest, schema 4 only ``task.json`` (and added
+#: optional fields to the streams): the other run files read as they are.
+_SAME_SINCE_1: dict[int, Any] = {1: _unchanged, 2: _unchanged, 3: _unchanged}
+
+#: The thinking delimiters of a new task: the answer is the text after the last ``</think>``.
+DEFAULT_THINKING: tuple[str, str] = ("<think>", "</think>")
+
+
+def _graded_whole(data: dict[str, Any]) -> dict[str, Any]:
+    """A ``task.json`` before schema 4 has no ``thinking``: its texts were graded whole
+    (``"none"``), so a regrade or resume of the old run keeps that meaning until told
+    otherwise."""
+    data.setdefault("thinking", "none")
+    return data
+
+
+class SequentialLook(RecordPart):
+    """One look of a sequential run at one task's confidence sequence."""
+
+    problems: int = Field(ge=0)
+    """Problems visited so far (in the recorded order)."""
+    values: int = Field(ge=0)
+    """Of them, problems with a paired difference (gradable on both sides)."""
+    lower: float
+    upper: float
+    """The running-intersection interval of the mean difference (candidate - baseline)."""
+    effect: float | None = None
+    """The mean difference over the problems with one (``None`` before the first)."""
+    verdict: str | None = None
+    """The settled verdict at this look (``None``: not settled, look again)."""
+
+
+class SequentialTask(RecordPart):
+    """One task of a sequential run: its visit order, looks and final verdict."""
+
+    order: list[str]
+    """BASE's problem ids in the seeded random visit order (the whole budget)."""
+    alpha: float = Field(gt=0, lt=1)
+    """This task's level (Bonferroni: the run's alpha / number of tasks)."""
+    looks: list[SequentialLook] = Field(default_factory=list)
+    verdict: str | None = None
+    """The final verdict (compare's words), ``None`` while running."""
+    reason: str | None = None
+    stopped_after: int | None = Field(default=None, ge=0)
+    """Problems visited when the task's verdict was settled (or the budget spent)."""
+
+
+class SequentialDesign(RecordPart):
+    """The manifest's ``sequential``: what a sequential run decided and how."""
+
+    design: Literal["sequential"] = "sequential"
+    method: str
+    metric: str = "pass@1"
+    alpha: float = Field(gt=0, lt=1)
+    threshold: float = Field(ge=0)
+    order_seed: int
+    """The seed of the visit order (the run's ``--seed``)."""
+    max_problems: int = Field(ge=1)
+    """The budget per task (problems)."""
+    round_problems: int = Field(ge=1)
+    """Problems per round: the runs looks after each round."""
+    multiplicity: str = "Bonferroni across tasks"
+    baseline: dict[str, Any]
+    """Where BASE was read from: ``path``, ``kind`` (run or baseline file), ``run_id``."""
+    tasks: dict[str, SequentialTask]
+    verdict: str | None = None
+    """Overall: ``regression``, ``inconclusive`` or ``pass`` (``None`` while running)."""
+    stopping_reason: str | None = None
 
 
 class RunManifest(FileModel):
@@ -97,7 +167,7 @@ class RunManifest(FileModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, serialize_by_alias=True)
 
     kind: ClassVar[str] = "run schema"
-    _upgrades: ClassVar[dict[int, Any]] = {1: _rename_measurement_n}
+    _upgrades: ClassVar[dict[int, Any]] = {1: _rename_measurement_n, 2: _unchanged, 3: _unchanged}
 
     schema_version: int = SCHEMA_VERSION
     """Version of the run-directory format (:data:`~rolleval.records.SCHEMA_VERSION`)."""
@@ -124,6 +194,9 @@ class RunManifest(FileModel):
     segments: list[Segment] = Field(default_factory=list)
     import_: dict[str, Any] | None = Field(default=None, alias="import")
     """For imported runs (``rolleval import``): what was imported from where, per task."""
+    sequential: SequentialDesign | None = None
+    """For a sequential run (``rolleval run --until-decided``, schema 3): its design, every
+    look and why it stopped. ``None`` for a fixed-design run (every run before schema 3)."""
 
     @classmethod
     def _normalise(cls, data: dict[str, Any]) -> dict[str, Any]:
@@ -150,13 +223,15 @@ class SamplingSettings(RecordPart):
     max_tokens: int | None = None
     stop: list[str] | None = None
     extra_body: dict[str, Any] = Field(default_factory=dict)
+    reasoning_effort: str | None = None
+    """Sent as ``reasoning_effort`` (OpenAI, vLLM, SGLang, llama.cpp); ``None``: not sent."""
 
 
 class TaskSettings(FileModel):
     """``task.json``: how a task was run, graded and reported, and what data it used."""
 
     kind: ClassVar[str] = "task settings schema"
-    _upgrades: ClassVar[dict[int, Any]] = _SAME_SINCE_1
+    _upgrades: ClassVar[dict[int, Any]] = {1: _unchanged, 2: _unchanged, 3: _graded_whole}
 
     schema_version: int = SCHEMA_VERSION
     """Same version as the manifest's (absent in files written before it was recorded: 1)."""
@@ -181,6 +256,11 @@ class TaskSettings(FileModel):
     grader_identity: str | None = None
     """``<id>@<version>`` of the grader that wrote the judgements."""
     grader_dependencies: dict[str, str | None] | None = None
+    thinking: tuple[str, str] | Literal["none"] = DEFAULT_THINKING
+    """The delimiters of a thought written inline in the text (``[open, close]``), applied
+    before extraction: the grader sees only the text after the last closing delimiter,
+    and a thought opened and never closed is no answer (``docs/contract.md``, "Reasoning
+    models"). ``"none"``: texts are graded whole (runs made before schema 4 read so)."""
     sampling: SamplingSettings | None = None
     source: dict[str, Any] | None = None
     """Data source (``package``, ``version``, ``path``, ``sha256`` ...)."""
@@ -269,6 +349,9 @@ class RunReport(FileModel):
     model: str | None = None
     tasks: dict[str, dict[str, Any]]
     """Task name -> task report (see ``docs/run-format.md``)."""
+    sequential: dict[str, Any] | None = None
+    """A sequential run's design, looks and verdict (the manifest's ``sequential``, issue
+    24); absent for a fixed-design run. Optional, so the report version stays 1."""
 
 
 class BaselineTask(RecordPart):

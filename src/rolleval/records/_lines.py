@@ -50,6 +50,7 @@ class UsageLine(msgspec.Struct, gc=False, frozen=True, omit_defaults=True):
 
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    reasoning_tokens: int | None = None
 
 
 class OptionScoreLine(msgspec.Struct, gc=False, frozen=True):
@@ -96,6 +97,7 @@ class RolloutLine(msgspec.Struct, gc=False, kw_only=True, omit_defaults=True):
     system_fingerprint: str | None = None
     endpoint: str | None = None
     options: list[OptionScoreLine] | None = None
+    reasoning: str | None = None
 
 
 class JudgementLine(msgspec.Struct, gc=False, kw_only=True, omit_defaults=True):
@@ -115,6 +117,10 @@ class JudgementLine(msgspec.Struct, gc=False, kw_only=True, omit_defaults=True):
     grader_error: str | None = None
     judge_raw: str | None = None
     grader_usage: UsageLine | None = None
+    reasoning_tokens: int | None = None
+    thought_chars: int | None = None
+    answer_chars: int | None = None
+    in_thought: bool | None = None
 
 
 _encoder = msgspec.json.Encoder()

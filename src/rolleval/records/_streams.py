@@ -61,6 +61,9 @@ class Usage(RecordPart):
 
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    reasoning_tokens: int | None = None
+    """Tokens of the thought, when the server counts them (``completion_tokens_details.
+    reasoning_tokens`` or ``reasoning_tokens``); part of ``completion_tokens``."""
 
 
 class OptionScore(RecordPart):
@@ -130,7 +133,9 @@ class RolloutRecord(StreamRecord):
     """Rollout index within the problem, 0-based; the canonical order of rollouts."""
     status: RolloutStatus
     text: str | None = None
-    """Raw generated text; ``None`` unless ``status`` is ``ok``."""
+    """Raw generated text (the answer, with any inline thought), as the server sent it;
+    ``None`` unless ``status`` is ``ok``, and for an ``ok`` rollout whose server sent
+    ``null`` (a reasoning model out of budget mid-thought)."""
     finish_reason: str | None = None
     """As the server reported it; ``length`` means truncated at ``max_tokens``."""
     usage: Usage | None = None
@@ -151,6 +156,9 @@ class RolloutRecord(StreamRecord):
     options: list[OptionScore] | None = None
     """Log-likelihood tasks only: every option's score, in the task's option order (the
     prediction); ``text`` is then the option with the highest log-prob."""
+    reasoning: str | None = None
+    """The thought, as the server sent it apart from the answer (``message.reasoning`` or
+    ``message.reasoning_content``); ``None`` when it sent none. Never graded."""
 
     @property
     def key(self) -> tuple[str, int]:
@@ -193,6 +201,16 @@ class JudgementRecord(StreamRecord):
     """Raw output of an LLM or service grader."""
     grader_usage: Usage | None = None
     """Tokens an LLM judge spent on this rollout (apart from the candidate's ``usage``)."""
+    reasoning_tokens: int | None = None
+    """The rollout's ``usage.reasoning_tokens`` (``None``: the server did not count them)."""
+    thought_chars: int | None = Field(default=None, ge=0)
+    """Characters of the thought (the separate field plus any inline thought);
+    ``None``: the rollout holds no thought."""
+    answer_chars: int | None = Field(default=None, ge=0)
+    """Characters of the text the grader saw (after the thought); set with ``thought_chars``."""
+    in_thought: bool | None = None
+    """``True`` when the text ended inside the thought (no answer after it): with
+    ``finish_reason`` ``length``, truncated while thinking. ``None`` otherwise."""
 
     @property
     def key(self) -> tuple[str, int]:
@@ -237,12 +255,15 @@ def dump_record(record: BaseModel) -> bytes:
     )
 
 
-def make_judgement(rollout: RolloutRecord, verdict: Any, grader: str | None) -> JudgementRecord:
+def make_judgement(
+    rollout: RolloutRecord, verdict: Any, grader: str | None, split: Any = None
+) -> JudgementRecord:
     """The judgement record for a rollout and the grader's verdict on it.
 
     ``verdict`` is ``None`` for rollouts that were not graded (status other than ``ok``);
     otherwise an object with ``extracted``, ``correct``, ``cluster``, ``score``,
     ``grader_error`` and ``metrics`` attributes (:class:`rolleval.grading.Verdict`).
+    ``split`` is the rollout's :class:`rolleval.grading.ThoughtSplit` (thought health).
     """
     usage = rollout.usage
     fields: dict[str, Any] = {
@@ -252,7 +273,14 @@ def make_judgement(rollout: RolloutRecord, verdict: Any, grader: str | None) -> 
         "finish_reason": rollout.finish_reason,
         "output_tokens": usage.completion_tokens if usage is not None else None,
         "grader": grader,
+        "reasoning_tokens": usage.reasoning_tokens if usage is not None else None,
     }
+    if split is not None and split.thought_chars is not None:
+        fields.update(
+            thought_chars=split.thought_chars,
+            answer_chars=split.answer_chars,
+            in_thought=True if split.in_thought else None,
+        )
     if verdict is not None:
         fields.update(
             extracted=verdict.extracted,

@@ -53,6 +53,7 @@ def show_records(
                     "index": key[1],
                     "status": rr.status if rr is not None else jr.status if jr else None,
                     "text": rr.text if rr is not None else None,
+                    "reasoning": rr.reasoning if rr is not None else None,
                     "finish_reason": (
                         rr.finish_reason
                         if rr is not None and rr.finish_reason is not None

@@ -10,8 +10,10 @@ Effective-record rules (``docs/run-format.md``):
 * judgements: the first record for a (problem, index) wins; later ones are counted in
   ``n_duplicate_judgements`` and ignored;
 * a judgement for a problem that has no prompt record is a :class:`DataError`;
-* rollout indices at or beyond the requested ``n`` are counted (``n_unexpected``) and ignored;
-* a requested index with no judgement is *missing* (a harness failure, like an infra error).
+* rollout indices at or beyond the task's ``n_rollouts`` are counted (``n_unexpected``) and
+  ignored;
+* an index below ``n_rollouts`` with no judgement is *missing* (a harness failure, like an
+  infra error).
 """
 
 from __future__ import annotations
@@ -66,6 +68,15 @@ class TaskTable:
     r_grader_error: np.ndarray  # bool
     r_output_tokens: np.ndarray  # float64, NaN = not reported
     r_score: np.ndarray  # float64 score in [0, 1] (NaN = none)
+    # --- thought health (reasoning models; NaN / False where absent) ---
+    r_reasoning_tokens: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """float64 reasoning tokens as the server counted them, NaN = not counted."""
+    r_thought_chars: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """float64 characters of the thought, NaN = the rollout holds no thought."""
+    r_answer_chars: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """float64 characters of the graded answer, NaN = not recorded (no thought)."""
+    r_in_thought: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    """bool: the text ended inside its thought (no answer after it)."""
     # float64 per named judgement metric (``metrics.<name>``), NaN where a rollout lacks it
     r_metrics: dict[str, np.ndarray] = field(default_factory=dict)
     # --- file-level counts ---
@@ -153,6 +164,10 @@ class JudgementRow(msgspec.Struct, gc=False):
     finish_reason: str | None = None
     output_tokens: float | None = None
     grader_error: str | None = None
+    reasoning_tokens: float | None = None
+    thought_chars: float | None = None
+    answer_chars: float | None = None
+    in_thought: bool | None = None
 
 
 class ScoredJudgementRow(JudgementRow, gc=False):
@@ -171,6 +186,10 @@ _COLUMN_TYPES: list[tuple[str, tuple[type, ...], bool]] = [
     ("extracted", (str,), True),
     ("output_tokens", (int, float), True),
     ("score", (int, float), True),
+    ("reasoning_tokens", (int, float), True),
+    ("thought_chars", (int, float), True),
+    ("answer_chars", (int, float), True),
+    ("in_thought", (bool,), True),
 ]
 
 
@@ -201,8 +220,8 @@ def build_task_table(
 ) -> TaskTable:
     """Build a :class:`TaskTable` from prompt records and judgement records (or their columns).
 
-    ``requested`` is the number of rollouts asked per problem; ``None`` (imported runs with no
-    declared ``n``) takes, per problem, one more than the largest index present.
+    ``requested`` is the task's ``n_rollouts`` (rollouts per problem); ``None`` (imported runs
+    declare none) takes, per problem, one more than the largest index present.
     """
     p_validated = False
     if isinstance(prompts, JsonlColumns):
@@ -359,6 +378,13 @@ def build_task_table(
     else:
         tokens_all = np.array(C["output_tokens"], dtype=np.float64).reshape(nJ)
 
+    thought_columns = {name: _float_column(C.get(name), nJ)[rows] for name in _THOUGHT_FLOATS}
+    in_thought_col = C.get("in_thought")
+    if not nJ or in_thought_col is None or in_thought_col.count(None) == nJ:
+        in_thought = np.zeros(len(rows), bool)
+    else:
+        in_thought = _mask(map(operator.is_, in_thought_col, repeat(True)), nJ)[rows]
+
     st = status[rows]
     grader_error = grader_error_all[rows]
     gradable = (st == _OK) & ~grader_error
@@ -412,11 +438,25 @@ def build_task_table(
         r_grader_error=grader_error,
         r_output_tokens=tokens_all[rows],
         r_score=score,
+        r_reasoning_tokens=thought_columns["reasoning_tokens"],
+        r_thought_chars=thought_columns["thought_chars"],
+        r_answer_chars=thought_columns["answer_chars"],
+        r_in_thought=in_thought,
         r_metrics=r_metrics,
         n_duplicate_judgements=int(n_dup),
         n_unexpected=n_unexpected,
         n_duplicate_prompts=n_dup_prompts,
     )
+
+
+_THOUGHT_FLOATS = ("reasoning_tokens", "thought_chars", "answer_chars")
+
+
+def _float_column(column: list[Any] | None, n: int) -> np.ndarray:
+    """A numeric column as float64, ``None`` (or no column) as NaN; all-None in C speed."""
+    if not n or column is None or column.count(None) == n:
+        return np.full(n, np.nan)
+    return np.array(column, dtype=np.float64).reshape(n)
 
 
 def _metric_columns(

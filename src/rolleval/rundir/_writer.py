@@ -203,7 +203,7 @@ class TaskWriter:
         structs of :mod:`rolleval.records._lines` (or to the same bytes), given per stream
         as bytes or as a list of pieces of whole lines (written without joining them first);
         for writers of very many records that build the lines themselves (the lm-eval
-        importer's fast path). Nothing is checked here: the caller owns the encoding."""
+        importer's column path). Nothing is checked here: the caller owns the encoding."""
         for which, data in (
             ("_prompts", prompts),
             ("_rollouts", rollouts),

@@ -22,6 +22,8 @@ problem id).
 :func:`minimum_detectable_effect`  smallest detectable difference at T problems
 :func:`required_rollouts`          rollouts per problem needed at T problems
 :func:`regression_power`           chance of the regression verdict at a true drop
+:func:`betting_cs`                 anytime-valid confidence sequence of a bounded mean
+:func:`betting_capital`            its betting capital processes at one null mean
 =================================  ================================================
 
 Every function checks all its arguments before any work and raises
@@ -51,13 +53,25 @@ from ._se import (
     paired_variance_components,
     variance_components,
 )
+from ._sequence import (
+    BettingCapital,
+    ConfidenceSequence,
+    betting_bets,
+    betting_capital,
+    betting_cs,
+)
 
 __all__ = [
+    "BettingCapital",
     "BootstrapResult",
+    "ConfidenceSequence",
     "GroupedBootstrapResult",
     "PairedVarianceComponents",
     "SignFlipResult",
     "VarianceComponents",
+    "betting_bets",
+    "betting_capital",
+    "betting_cs",
     "bootstrap_ci",
     "clt_se",
     "cluster_bootstrap_ci",

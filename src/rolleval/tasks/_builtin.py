@@ -497,5 +497,5 @@ def get_task(name: str) -> TaskSpec:
     raise UsageError(
         f"unknown task {name!r}; built-in tasks: {', '.join(sorted(declarations['tasks']))}; "
         f"presets (need a data file): {', '.join(sorted(declarations['presets']))}; "
-        "or give a task config file"
+        "or give the path of a task config file (--task my_task.yaml; see docs/tasks.md)"
     )

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import UsageError
 from ._build import build_problems, compile_template
@@ -121,6 +121,7 @@ CONFIG_KEYS: tuple[str, ...] = (
     "shuffle_choices",
     "system",
     "template",
+    "thinking",
     "type",
 )
 
@@ -158,6 +159,9 @@ class TaskSpec:
     score_key: str = "correct"
     """The per-rollout score reports and comparisons use: ``correct``, ``score`` or
     ``metrics.<name>`` (e.g. ``metrics.f1`` for the qa tasks)."""
+    thinking: tuple[str, str] | Literal["none"] | None = None
+    """Delimiters of an inline thought (``docs/contract.md``, "Reasoning models"); ``None``:
+    the run's setting, else ``<think>``/``</think>``."""
     recipe: Recipe | None = field(default=None, repr=False, compare=False)
 
     def load(self, *, limit: int | None = None) -> list[Problem]:
@@ -433,6 +437,16 @@ def parse_config(
     ):
         raise _fail(where, f"a qa task records metrics em and f1; got score_key {score_key!r}")
 
+    thinking: tuple[str, str] | Literal["none"] | None = None
+    if cfg.get("thinking") is not None:
+        from ..grading import check_thinking
+
+        try:
+            pair = check_thinking(cfg["thinking"], where="thinking")
+        except UsageError as exc:
+            raise _fail(where, str(exc)) from None
+        thinking = pair if pair is not None else "none"
+
     recipe = Recipe(
         rows=rows,
         id_field=id_field,
@@ -461,6 +475,7 @@ def parse_config(
         shuffle_choices=shuffle,
         seed=seed,
         score_key=score_key,
+        thinking=thinking,
         recipe=recipe,
     )
 

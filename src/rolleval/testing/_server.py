@@ -32,7 +32,10 @@ __all__ = [
 ]
 
 #: ``responder(request_json)`` returns the text, a ``(text, finish_reason)`` pair, or a dict
-#: ``{"text": ..., "finish_reason": ...}``; called once per returned choice.
+#: ``{"text": ..., "finish_reason": ...}``; called once per returned choice. A dict may also
+#: set ``text`` or ``finish_reason`` to ``None`` (sent as JSON ``null``), give
+#: ``reasoning`` / ``reasoning_content`` (sent beside ``content`` in the chat message, as
+#: reasoning parsers do) and ``usage`` (keys merged into the response's ``usage``).
 Responder = Callable[[dict[str, Any]], "str | tuple[str, str] | dict[str, Any]"]
 
 _OK = Fault.ok()
@@ -439,6 +442,7 @@ class OpenAIServer:
         n = data.get("n", 1) if self.honour_n else 1
         choices = []
         completion_tokens = 0
+        extra_usage: dict[str, Any] = {}
         for i in range(n):
             result = self.responder(data)
             if isinstance(result, str):
@@ -447,14 +451,20 @@ class OpenAIServer:
                 text, finish = result
             else:
                 text, finish = result["text"], result.get("finish_reason", "stop")
-            completion_tokens += len(text.split())
-            content = None if no_content else text + (_SURROGATE_MARK if surrogate else "")
+                extra_usage.update(result.get("usage") or {})
+            completion_tokens += len((text or "").split())
+            if no_content or text is None:
+                content = None
+            else:
+                content = text + (_SURROGATE_MARK if surrogate else "")
             if chat:
-                choice = {
-                    "index": i,
-                    "message": {"role": "assistant", "content": content},
-                    "finish_reason": finish,
-                }
+                message: dict[str, Any] = {"role": "assistant", "content": content}
+                if isinstance(result, dict):
+                    for key in ("reasoning", "reasoning_content"):
+                        if key in result:
+                            message[key] = result[key]
+                            completion_tokens += len((result[key] or "").split())
+                choice = {"index": i, "message": message, "finish_reason": finish}
             else:
                 choice = {"index": i, "text": content, "finish_reason": finish, "logprobs": None}
                 if data.get("echo") and data.get("logprobs") is not None:
@@ -484,6 +494,7 @@ class OpenAIServer:
                 "prompt_tokens": prompt_tokens,
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
+                **extra_usage,
             },
         }
         if self.system_fingerprint is not None:

@@ -58,7 +58,9 @@ def write_synthetic_run(
     """Write a synthetic run directory at ``path`` and return it.
 
     ``rng`` (and ``outcome_rng``) are int seeds: they are recorded in the run (its id, the
-    manifest's seed, each rollout's seed), and ``rolleval example --seed`` sets ``rng``.
+    manifest's seed, each rollout's seed); ``rolleval example --seed`` sets ``rng`` and
+    ``--sampling-seed`` ``outcome_rng``. The run id names them and ``shift``
+    (``synthetic-0-sampling-1-shift-0.05``), so two runs of an A/A pair are told apart.
 
     ``shift`` is added to every true rate (clipped to [0, 1]): two runs with the same ``rng``
     for the rates but different ``shift`` model a baseline and a regressed candidate.
@@ -72,8 +74,13 @@ def write_synthetic_run(
     if true_rates is not None:
         p = np.asarray(true_rates, float)
     p = np.clip(p + shift, 0.0, 1.0)
+    run_id = f"synthetic-{rng}"
+    if outcome_rng is not None:
+        run_id += f"-sampling-{outcome_rng}"
+    if shift:
+        run_id += f"-shift{shift:+g}"
     manifest = RunManifest(
-        run_id=f"synthetic-{rng}",
+        run_id=run_id,
         rolleval_version=__version__,
         status="completed",
         config=RunSummary(model="synthetic", n_rollouts=n_rollouts, seed=rng),

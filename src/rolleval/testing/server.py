@@ -15,9 +15,10 @@ import asyncio
 import contextlib
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from ._faults import Fault, ServerRequest
-from ._server import OpenAIServer
+from ._server import OpenAIServer, Responder, echo_responder
 
 __all__ = ["main"]
 
@@ -40,6 +41,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="answer every K-th request with --fail-status",
     )
     parser.add_argument("--fail-status", type=int, default=503)
+    parser.add_argument(
+        "--thought-words",
+        type=int,
+        default=0,
+        metavar="N",
+        help="answer as a reasoning model: a thought of N words in message.reasoning "
+        "(and N reasoning tokens in usage) beside the usual answer",
+    )
     args = parser.parse_args(argv)
 
     answer = Fault.delay(args.delay) if args.delay > 0 else None
@@ -51,7 +60,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return answer
 
     server = OpenAIServer(
-        model=args.model, api_key=args.api_key, faults=faults, host=args.host, port=args.port
+        model=args.model,
+        api_key=args.api_key,
+        faults=faults,
+        host=args.host,
+        port=args.port,
+        responder=_thinker(args.thought_words) if args.thought_words > 0 else None,
     )
 
     def ready() -> None:
@@ -60,6 +74,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(server.serve(ready=ready))
     return 0
+
+
+def _thinker(words: int) -> Responder:
+    """The echo answer plus a thought of ``words`` words (one string, built once)."""
+    thought = " ".join(["think"] * words)
+    usage = {"completion_tokens_details": {"reasoning_tokens": words}}
+
+    def responder(request: dict[str, Any]) -> dict[str, Any]:
+        text, finish = echo_responder(request)
+        return {"text": text, "finish_reason": finish, "reasoning": thought, "usage": usage}
+
+    return responder
 
 
 if __name__ == "__main__":

@@ -1,12 +1,12 @@
 """Chunks of a large JSONL file, converted by worker processes, handed back in file order.
 
 A samples file of a gigabyte takes seconds of per-line work that needs no shared state (the
-column path of :mod:`._lmeval_strict`). :class:`Converted` splits the file, from a
-byte offset on, into segments of whole lines; each worker reads its segments itself (the
-file is never sent through a pipe) and converts them (at once where the converter reads
-large chunks well, else a chunk at a time); the reading process gets, in file order, each
-chunk's place in the file and its converted records, or None where the chunk did not fit,
-and reads that chunk itself (``os.pread``) for the line paths.
+column path of :mod:`._strict`). :class:`Converted` splits the file, from a byte offset
+on, into segments of whole lines; each worker reads its segments itself (the file is never
+sent through a pipe) and converts them a chunk at a time; the reading process gets, in file
+order, each chunk's place in the file and its converted records (a run of converted chunks
+merged into one), or None where the chunk did not fit, and reads that chunk itself
+(``os.pread``) for the generic path.
 
 Given the output files (``sink``), a worker appends a wholly converted segment's records to
 them itself, when it is that segment's turn (a shared counter: every earlier segment is in
@@ -172,38 +172,17 @@ def _append_if_turn(index: int, out: Any) -> Any:
     return columns
 
 
-def _whole(converter: Any, data: bytes) -> tuple[int, int, None, bool, Any] | None:
-    """``(length, lines, None, terminated, out)`` of all of ``data`` (whole lines) converted at
-    once, where the converter reads large chunks well (``converter.whole``) and takes every
-    line; else None."""
-    if not data or not getattr(converter, "whole", False):
-        return None
-    terminated = data.endswith(b"\n")
-    chunk = data[:-1] if terminated else data
-    out = converter.convert(chunk)
-    if out is None:
-        return None
-    return len(chunk), newlines(chunk) + 1, None, terminated, out
-
-
 def _convert_segment(
     path: str, start: int, a: int, b: int, size: int, index: int = -1
 ) -> list[tuple[int, int, int, bytes | None, bool, Any, bool]]:
     """``(offset, length, lines, data, terminated, packed out, written)`` per chunk of the
     segment, or per run of converted chunks: the converter's ``pack`` sends a run's outputs
     as one (fewer, larger objects through the pipe) where it can merge them; the bytes come
-    back only for a chunk the converter could not take. A segment converted whole is
-    appended to the files here when it can be (``written``: only its columns come back)."""
+    back only for a chunk the converter could not take. A segment converted whole (every
+    chunk, merged into one) is appended to the files here when it can be (``written``: only
+    its columns come back)."""
     pos, data = _segment_data(path, start, a, b)
     result: list[tuple[int, int, int, bytes | None, bool, Any, bool]] = []
-    whole = _whole(_converter, data)
-    if whole is not None:
-        length, lines, _, terminated, out = whole
-        if _gate is not None:
-            columns = _append_if_turn(index, out)
-            if columns is not None:
-                return [(pos, length, lines, None, terminated, columns, True)]
-        return [(pos, length, lines, None, terminated, out, False)]
     run: list[tuple[int, int, int, bool, Any]] = []  # converted chunks not yet sent
     pack = _converter.pack
     convert = _converter.convert
@@ -230,6 +209,11 @@ def _convert_segment(
         else:
             run.append((off, len(chunk), lines, terminated, out))
     flush()
+    if _gate is not None and len(result) == 1 and result[0][5] is not None:
+        off, length, lines, _, terminated, out, _ = result[0]
+        columns = _append_if_turn(index, out)
+        if columns is not None:
+            return [(off, length, lines, None, terminated, columns, True)]
     return result
 
 
@@ -253,13 +237,6 @@ def serial_chunks(
     while pos < end:
         b = min(pos + 64 * size, end)
         seg_pos, data = _segment_data(path, start, pos, b)
-        whole = _whole(converter, data) if converter is not None else None
-        if whole is not None:
-            length, lines, _, terminated, out = whole
-            yield Chunk(number, seg_pos, length, None, terminated, unpack(out))  # type: ignore[misc]
-            number += lines
-            pos = b
-            continue
         for off, chunk, terminated in _pieces(data, seg_pos, size):
             out = convert(chunk) if convert is not None and chunk else None
             if out is not None:
@@ -273,9 +250,9 @@ class Converted:
     """The chunks after byte ``start`` (a line's first byte; line ``number`` on), each
     converted by ``make(spec).convert`` in one of ``workers`` processes, in file order, as
     :class:`Chunk` s; runs of converted chunks may come back as one chunk. ``make`` also has
-    ``pack`` (a run of outputs as one, or None), ``unpack`` (the objects the reader uses),
-    ``whole`` (converts large chunks well), and, for a ``sink`` (the three output files),
-    ``span`` (an output's first and last key) and ``split`` (its stream bytes, and the rest).
+    ``pack`` (a run of outputs as one, or None), ``unpack`` (the objects the reader uses)
+    and, for a ``sink`` (the three output files), ``span`` (an output's first and last key)
+    and ``split`` (its stream bytes, and the rest).
 
     With a sink, the reading process must write the records of every chunk not
     ``written``, and, after the last chunk of such a segment, call :meth:`release`; before
@@ -303,9 +280,7 @@ class Converted:
         single = threading.active_count() == 1
         method = "fork" if single and sys.platform.startswith("linux") else "spawn"
         ctx = multiprocessing.get_context(method)
-        self.gate: _Gate | None = None
-        if sink is not None and getattr(make, "whole", False):
-            self.gate = _Gate(ctx, None)
+        self.gate = _Gate(ctx, None) if sink is not None else None
         self.pool = ProcessPoolExecutor(
             workers,
             mp_context=ctx,

@@ -34,7 +34,6 @@ from .._base import (
 )
 from .._batch import LineBatch
 from .._io import head_bytes, parse_jsonl_line, read_json_file
-from ._fast import FastLines, known_keys_line_type
 from ._parallel import Chunk, Converted, serial_chunks, usable_cpus
 from ._strict import LINE_KEYS, StrictChunks, StrictSpec, apply, strict_spec
 
@@ -213,12 +212,14 @@ class _Samples:
         self.first_metrics: Any = None
         self.seen: set[Any] = set()
         self.unseen: list[str] = []
-        """doc_ids the fast path read in increasing integer order (so distinct) and has not
-        put in ``seen`` yet: a set lookup per line costs more than the line's other checks;
-        they join ``seen`` before the generic path checks a line."""
+        """doc_ids read in increasing integer order (so distinct) and not put in ``seen``
+        yet: a set lookup per line costs more than the column path's other checks; they
+        join ``seen`` once a doc_id breaks the order."""
         self.last_int: int | None = None
-        """The highest integer doc_id so far while every doc_id was an increasing integer
-        read by the fast path (None: off, every doc_id is checked against ``seen``)."""
+        """The highest integer doc_id so far while every doc_id after the first line was an
+        increasing integer (None: off, every doc_id is checked against ``seen``)."""
+        self.extra: tuple[str, ...] = ()
+        """Keys of the first line the importer does not map, on every column-path line."""
         self.metric_name: str | None = None
         self.max_repeats = 0
         self.left_out = 0
@@ -274,12 +275,18 @@ class _Samples:
             return None
         metric_name = self.metric_name
         identity = self.identity
-        pid = str(line["doc_id"])
-        if self.unseen:
-            self.seen.update(self.unseen)
-            self.unseen.clear()
-        self.last_int = None  # ids the generic path adds are checked by the set from now on
-        check_unique(self.seen, pid, path=path, what="doc_id", line=number)
+        did = line["doc_id"]
+        pid = str(did)
+        last = self.last_int
+        if last is not None and type(did) is int and did > last:
+            self.last_int = did  # greater than every doc_id so far: new
+            self.unseen.append(pid)
+        else:
+            if self.unseen:
+                self.seen.update(self.unseen)
+                self.unseen.clear()
+            self.last_int = None  # every doc_id is checked against the set from now on
+            check_unique(self.seen, pid, path=path, what="doc_id", line=number)
         resps = line.get("resps")
         if not isinstance(resps, list) or not resps:
             raise source_error(
@@ -352,9 +359,13 @@ class _Samples:
             with_clusters([_judgement(pid, 0, fv, filtered, identity, unmapped, True)]),
         )
 
-    def fast(self, first_line: dict[str, Any]) -> FastLines | None:
-        """The typed decoder for the lines after ``first_line``, or None where the file
-        must be read line by line (``--regrade``, log-likelihood tasks, unusual keys)."""
+    def strict(self, first_line: dict[str, Any]) -> StrictSpec | None:
+        """The column path's spec for the lines after ``first_line`` (read by :meth:`line`),
+        or None where the file is read line by line (``--regrade``, log-likelihood tasks, a
+        first line without every common key). Also starts the increasing-id check of the doc_ids
+        after the first line's."""
+        did = first_line.get("doc_id")
+        self.last_int = did if type(did) is int else None
         metrics = self.first_metrics
         resps = first_line.get("resps")
         if (
@@ -366,23 +377,16 @@ class _Samples:
             or not (isinstance(resps, list) and len(resps) == 1 and isinstance(resps[0], list))
         ):
             return None
-        extra = sorted(first_line.keys() - _KNOWN_LINE - set(metrics))
-        did = first_line.get("doc_id")
-        self.last_int = did if type(did) is int else None
-        line_type = known_keys_line_type(metrics[0], metrics, extra)
-        return FastLines(self, line_type, metrics, extra, _extracted)
-
-    def strict(self, first_line: dict[str, Any]) -> StrictSpec | None:
-        """The column path's spec for the lines after ``first_line``, or None (only the
-        line paths read them); call after :meth:`fast` gave a typed path."""
         assert self.primary_filter is not None
-        return strict_spec(
+        spec = strict_spec(
             first_line,
             self.first_metrics,
             self.primary_filter,
             self.take_first_for(self.primary_filter),
             self.identity,
         )
+        self.extra = spec.extra if spec is not None else ()
+        return spec
 
     def finish(self) -> None:
         """Settings, notes and counts of the task, once every line was read."""
@@ -442,9 +446,9 @@ def _stream(
 
     The first line is read by the generic path (it fixes the filter, the metric and the
     shape of a line). The rest is read a chunk at a time: by the column path
-    (:mod:`._lmeval_strict`, in worker processes for a large file) where every line of the
-    chunk has the common shape; else by the typed line path; else, line by line, by the
-    generic path. All three give the same records for the same line.
+    (:mod:`._strict`, in worker processes for a large file) where every line of the chunk
+    has the common shape; else, line by line, by the generic path. Both give the same
+    records for the same line.
     """
     st = _Samples(path, results, regrade, task)
     B = LineBatch()
@@ -482,8 +486,7 @@ def _stream(
     if line is None:
         st.finish()  # no samples: refused there
         return
-    fast = st.fast(line)
-    spec = st.strict(line) if fast is not None else None
+    spec = st.strict(line)
     size = os.path.getsize(path)
     parallel: Converted | None = None
     chunks: Iterable[Chunk]
@@ -517,25 +520,16 @@ def _stream(
             else:
                 if chunk is None:
                     chunk = os.pread(fh.fileno(), length, offset)
-                rows = fast.decode_chunk(chunk) if fast is not None else None
-                if rows is not None:
-                    lines: list[bytes] | None = None
-                    for i in fast.records(rows, B):  # type: ignore[union-attr]
-                        lines = lines or chunk.split(b"\n")
-                        generic(first + i, lines[i], True)
-                else:
-                    lines = chunk.split(b"\n")
-                    end = len(lines) - 1
-                    for j, raw in enumerate(lines):
-                        if not raw.strip():
-                            continue
-                        row = fast.decode_line(raw) if fast is not None else None
-                        if row is None or next(fast.records([row], B), None) is not None:  # type: ignore[union-attr]
-                            generic(first + j, raw, terminated or j < end)
-                        if B.n_problems >= _BATCH:
-                            B.pad()
-                            yield B
-                            B = LineBatch()
+                lines = chunk.split(b"\n")
+                end = len(lines) - 1
+                for j, raw in enumerate(lines):
+                    if not raw.strip():
+                        continue
+                    generic(first + j, raw, terminated or j < end)
+                    if B.n_problems >= _BATCH:
+                        B.pad()
+                        yield B
+                        B = LineBatch()
             if parallel is not None and last and not written:
                 # this segment's records were this process's to write: into the files (the
                 # writer writes a batch before asking for the next), then the turn moves on

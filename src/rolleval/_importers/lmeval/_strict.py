@@ -3,19 +3,14 @@
 Most samples files repeat one shape on every line: an integer ``doc_id`` that keeps
 increasing, one chat request logged as JSON, a string ``target``, the source's three hashes
 and ``doc``, one repeat list, a string ``filtered_resps`` and a 0/1 score. A chunk of such
-lines is converted with no Python code run per line: by the optional C extension
-(``_strict_c.c``: a validating JSON reader that takes the chunk only when every line is
-valid JSON of exactly this shape) where it is built, else by a strict typed msgspec decoder
-(every key of the file's first line required, every other key refused, every value of the
-one type this path handles) and ``map`` calls over its rows, one byte template per record
-stream. Both give the same bytes (``tests/test_strict_c.py``); the C code also refuses an
-answer whose stripped form starts or ends with a non-ASCII character (which might be
-Unicode white space), leaving it to the line paths.
+lines is converted with no Python code run per line: a strict typed msgspec decoder (every
+key of the file's first line required but its later metrics, every other key refused, every
+value of the one type this path handles) and ``map`` calls over its rows, one byte template per record stream.
 
-A chunk that does not fit, in any line, gives None and is read by the typed line path of
-:mod:`._lmeval_fast` (and, line by line, the generic path) instead, so records, errors and
-the import summary never depend on which path read a line (``tests/test_importers_fast.py``
-compares them all on the same files).
+A chunk that does not fit, in any line, gives None and is read line by line by the generic
+path of :mod:`._samples` instead, so records, errors and the import summary never depend on
+which path read a line (``tests/test_importers_fast.py`` compares both on the same files,
+``tests/test_strict.py`` on generated chunks).
 
 :class:`StrictSpec` is plain data, so a worker process builds the same converter
 (:mod:`._parallel`); :func:`apply` is the one step that touches the reader's state (the
@@ -24,9 +19,10 @@ doc_ids seen so far and the repeat counts), run in the reading process in file o
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from hashlib import sha256
-from itertools import pairwise, repeat
+from itertools import chain, pairwise, repeat
 from operator import attrgetter, itemgetter, methodcaller
 from typing import Any, Literal, NamedTuple
 
@@ -35,7 +31,6 @@ import msgspec
 from ...records._lines import MessageLine
 from .._batch import LineBatch
 from .._io import newlines
-from ._c import strict_c as _strict_c
 
 __all__ = [
     "LINE_KEYS",
@@ -72,6 +67,9 @@ class StrictSpec:
     filter: str
     take_first: bool
     grader: str
+    extra: tuple[str, ...] = ()
+    """The first line's keys beside the ones the importer maps and the metrics: required on
+    every line, kept by neither path, each counted as unmapped once per line (:func:`apply`)."""
 
 
 def strict_spec(
@@ -81,15 +79,13 @@ def strict_spec(
     take_first: bool | None,
     identity: str | None,
 ) -> StrictSpec | None:
-    """The spec of a file whose first line has exactly the keys of the common shape, or
-    None (then only the line paths read it)."""
-    if (
-        type(primary_filter) is not str
-        or identity is None
-        or set(first_line) != set(LINE_KEYS) | set(metrics)
-    ):
+    """The spec of a file whose first line has every key of the common shape (and maybe
+    others), or None (then the generic path reads it, line by line)."""
+    common = set(LINE_KEYS) | set(metrics)
+    if type(primary_filter) is not str or identity is None or not common <= set(first_line):
         return None
-    return StrictSpec(metrics[0], tuple(metrics), primary_filter, bool(take_first), identity)
+    extra = tuple(sorted(set(first_line) - common))
+    return StrictSpec(metrics[0], tuple(metrics), primary_filter, bool(take_first), identity, extra)
 
 
 class _G0(msgspec.Struct, gc=False):
@@ -163,6 +159,25 @@ def pack(chunks: list[Packed]) -> Packed | None:
     )
 
 
+def _rows(parts: Sequence[bytes], *columns: Iterable[bytes]) -> list[Iterable[bytes]]:
+    """The pieces of a line template (its constant ``parts``, the values go between them)
+    filled in with each row of ``columns``, as iterables to ``zip``."""
+    assert len(parts) == len(columns) + 1
+    pieces: list[Iterable[bytes]] = [repeat(parts[0])]
+    for column, part in zip(columns, parts[1:]):
+        pieces += (column, repeat(part))
+    return pieces
+
+
+def _fill(parts: Sequence[bytes], *columns: Iterable[bytes]) -> bytes:
+    """The template filled in for every row, all rows joined: one ``join`` over the pieces,
+    no formatting per row."""
+    return b"".join(chain.from_iterable(zip(*_rows(parts, *columns))))
+
+
+_JOIN = b"".join
+
+
 _messages = msgspec.json.Decoder(tuple[MessageLine]).decode
 _encode = msgspec.json.Encoder().encode
 _first = itemgetter(0)
@@ -174,20 +189,24 @@ _TF = (b"false", b"true")
 _BOOL = (False, True)
 # the canonical JSON :func:`rolleval.records._lines.line_content_hash` hashes, for one
 # message and a string reference (sorted keys)
-_HASHED = b'{"prompt":[{"content":%b,"role":%b}],"reference":%b}'
+_HASHED = b'{"prompt":[{"content":%b,"role":%b}],"reference":%b}'.split(b"%b")
+# the record lines, ``%b`` marking a value (:func:`_fill`)
 _PROMPT = (
-    b'{"problem_id":"%d","prompt":[{"role":%b,"content":%b}],"reference":%b,'
+    b'{"problem_id":"%b","prompt":[{"role":%b,"content":%b}],"reference":%b,'
     b'"reference_kind":"answer","extras":{"doc_hash":%b,"prompt_hash":%b,'
     b'"target_hash":%b,"doc":%b},"content_hash":"%b"}\n'
-)
-_ROLLOUT = b'{"problem_id":"%d","index":0,"status":"ok","text":%b,"attempt":1,"retries":0}\n'
+).split(b"%b")
+_ROLLOUT = (
+    b'{"problem_id":"%b","index":0,"status":"ok","text":%b,"attempt":1,"retries":0}\n'
+).split(b"%b")
+_JUDGEMENT = b'{"problem_id":"%b","index":0,"status":"ok","extracted":%b,"correct":%b,'.split(b"%b")
 
 
 class StrictChunks:
     """Converts chunks of lines (joined by newlines) of one file, given its spec, to
     :data:`Packed` records (``pack`` merges those of neighbouring chunks, ``unpack`` gives
-    the lists :func:`apply` appends). The per-line work runs in C where the optional
-    extension ``_strict_c`` is built (same bytes), else as ``map`` calls over the rows."""
+    the lists :func:`apply` appends). The per-line work runs as ``map`` calls over the
+    rows msgspec decoded."""
 
     pack = staticmethod(pack)
     unpack = staticmethod(StrictOut.unpack)
@@ -201,10 +220,6 @@ class StrictChunks:
     def split(packed: Packed) -> tuple[tuple[bytes, bytes, bytes], Packed]:
         """The three streams' lines, and the rest (the report's columns) without them."""
         return packed[:3], (b"", b"", b"", *packed[3:])
-
-    whole = _strict_c is not None
-    """Whether a chunk of a megabyte converts as well as many small ones (the C code streams
-    through it; msgspec's objects would fall out of the CPU's cache)."""
 
     def __init__(self, spec: StrictSpec):
         self.spec = spec
@@ -224,6 +239,9 @@ class StrictChunks:
             ("m_primary", float, msgspec.NODEFAULT),
         ]
         rename = {"m_primary": spec.primary_metric}
+        for i, name in enumerate(spec.extra):
+            fields.append((f"x_{i}", msgspec.Raw, msgspec.NODEFAULT))  # required, not kept
+            rename[f"x_{i}"] = name
         for i, name in enumerate(m for m in spec.metrics if m != spec.primary_metric):
             fields.append((f"m_{i}", msgspec.Raw, msgspec.UNSET))  # kept by neither path
             rename[f"m_{i}"] = name
@@ -232,18 +250,10 @@ class StrictChunks:
         )
         self._decode = msgspec.json.Decoder(list[row]).decode  # type: ignore[valid-type]
         self._grader = _encode(spec.grader)
-        self._c_spec = (
-            spec.filter.encode(),
-            spec.primary_metric.encode(),
-            [m.encode() for m in spec.metrics],
-            spec.take_first,
-            self._grader,
-        )
-        grader = self._grader.replace(b"%", b"%%")
-        self._judgement = (
-            b'{"problem_id":"%d","index":0,"status":"ok","extracted":%b,"correct":%b,'
-            b'"cluster":0,"grader":' + grader + b"}\n"
-        )
+        self._judgement = [
+            *_JUDGEMENT[:-1],
+            _JUDGEMENT[-1] + b'"cluster":0,"grader":' + self._grader + b"}\n",
+        ]
 
     def convert(self, chunk: bytes) -> Packed | None:
         """The records of every line of ``chunk``, or None when any line does not fit."""
@@ -252,9 +262,6 @@ class StrictChunks:
                 chunk.decode("utf-8")
             except UnicodeDecodeError:
                 return None
-        if _strict_c is not None:
-            packed: Packed | None = _strict_c.convert_chunk(chunk, *self._c_spec)
-            return packed
         try:
             rows = self._decode(b"[" + chunk.replace(b"\n", b",") + b"]")
         except (msgspec.DecodeError, msgspec.ValidationError):
@@ -265,13 +272,13 @@ class StrictChunks:
         a0 = list(map(_first, map(_arg_0, rows)))
         dids = list(map(_doc_id, rows))
         if not all(map(int.__lt__, dids, dids[1:])):
-            return None  # not increasing: the line path checks each id against the set
+            return None  # not increasing: the generic path checks each id against the set
         if not all(map(_is_chat, a0)):
             return None
         try:
             prompts = list(map(_messages, a0))
         except (msgspec.DecodeError, msgspec.ValidationError):
-            return None  # not one chat message: the line path keeps the text
+            return None  # not one chat message: the generic path keeps the text
         messages = list(map(_first, prompts))
         contents = list(map(_encode, map(attrgetter("content"), messages)))
         roles = list(map(_encode, map(attrgetter("role"), messages)))
@@ -288,38 +295,33 @@ class StrictChunks:
         if any(0.0 < v < 1.0 for v in set(values)):
             return None  # a partial score: the judgement carries it
         correct = list(map((1.0).__le__, values))
-        hashes = list(
-            map(_hexdigest, map(sha256, map(_HASHED.__mod__, zip(contents, roles, refs))))
+        hashes = "\n".join(
+            map(_hexdigest, map(sha256, map(_JOIN, zip(*_rows(_HASHED, contents, roles, refs)))))
         )
-        prompt_lines = b"".join(
-            map(
-                _PROMPT.__mod__,
-                zip(
-                    dids,
-                    roles,
-                    contents,
-                    refs,
-                    map(attrgetter("doc_hash"), rows),
-                    map(attrgetter("prompt_hash"), rows),
-                    map(attrgetter("target_hash"), rows),
-                    map(attrgetter("doc"), rows),
-                    map(str.encode, hashes),
-                ),
-            )
+        ids = "\n".join(map(str, dids))
+        id_bytes = ids.encode().split(b"\n")
+        prompt_lines = _fill(
+            _PROMPT,
+            id_bytes,
+            roles,
+            contents,
+            refs,
+            map(attrgetter("doc_hash"), rows),
+            map(attrgetter("prompt_hash"), rows),
+            map(attrgetter("target_hash"), rows),
+            map(attrgetter("doc"), rows),
+            hashes.encode().split(b"\n"),
         )
-        rollout_lines = b"".join(map(_ROLLOUT.__mod__, zip(dids, map(_encode, map(_first, texts)))))
-        judgement_lines = b"".join(
-            map(
-                self._judgement.__mod__,
-                zip(dids, map(_encode, extracted), map(_TF.__getitem__, correct)),
-            )
+        rollout_lines = _fill(_ROLLOUT, id_bytes, map(_encode, map(_first, texts)))
+        judgement_lines = _fill(
+            self._judgement, id_bytes, map(_encode, extracted), map(_TF.__getitem__, correct)
         )
         return (
             prompt_lines,
             rollout_lines,
             judgement_lines,
-            "\n".join(map(str, dids)),
-            "\n".join(hashes),
+            ids,
+            hashes,
             bytes(correct),
             dids[0],
             dids[-1],
@@ -330,8 +332,8 @@ class StrictChunks:
 
 def apply(state: Any, out: StrictOut, batch: LineBatch) -> bool:
     """Append ``out`` to ``batch`` if its doc_ids are new, updating the reader's ``state``
-    as the line path would for the same lines; False (nothing appended) when an id was seen
-    before: the line path then reads the chunk and reports the duplicate."""
+    as the generic path would for the same lines; False (nothing appended) when an id was seen
+    before: the generic path then reads the chunk and reports the duplicate."""
     ids = out.problem_ids
     last = state.last_int
     if last is not None and out.first_id > last:
@@ -350,6 +352,8 @@ def apply(state: Any, out: StrictOut, batch: LineBatch) -> bool:
     if out.max_repeats > state.max_repeats:
         state.max_repeats = out.max_repeats
     n = len(ids)
+    for key in state.extra:  # on every line of the chunk, as the generic path counts it
+        state.unmapped.add(key, "field not known to the importer", n)
     batch.prompts.extend(out.prompts)
     batch.rollouts.extend(out.rollouts)
     batch.judgements.extend(out.judgements)

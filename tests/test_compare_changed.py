@@ -1,0 +1,328 @@
+"""Issue 21: "what changed" beside "what moved", and tasks paired across harnesses.
+
+What changed: two runs that differ in a server option and a sampling setting show both as
+``setting: baseline -> candidate`` lines, once, in every output of compare and gate (text,
+JSON, Markdown, GitHub, HTML); identical settings say "nothing changed in the recorded
+settings". Pairing: imports of one benchmark by lm-eval, Inspect and lighteval compare
+with each other with no --task-map (their problems match by content); a pair with no
+content match and no map exits 2 naming --task-map. No model is needed: the runs are
+synthetic (rolleval.testing) or imports of the repo's real fixtures (tests/data/imports).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import orjson
+import pytest
+
+from rolleval import import_run
+from rolleval._cli import main
+from rolleval.compare import compare_runs, gate_run
+from rolleval.compare._changed import SideLabel, SideRecord, human, what_changed
+from rolleval.errors import UsageError
+from rolleval.rundir._store import atomic_write_json
+from rolleval.testing._synthetic import write_synthetic_run
+
+DATA = Path(__file__).parent / "data" / "imports"
+TASK = "synthetic_math"
+ROPE = "server option rope_freq_scale: (unset) -> 0.8"
+TEMP = "sampling temperature: 0.7 -> 1"
+NOTHING = "nothing changed in the recorded settings"
+
+
+def _cli(capsys, *args):
+    code = main([str(a) for a in args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _serve_as(run: Path, *, options: dict, temperature: float) -> None:
+    """Record ``run`` as served by the launcher with ``options`` and sampled at ``temperature``
+    (the synthetic writer records no serving)."""
+    manifest = json.loads((run / "manifest.json").read_text())
+    manifest["provenance"] = {
+        "endpoint": {"base_urls": ["http://127.0.0.1:1234/v1"], "model": "tiny-model"},
+        "server": {
+            "launcher": "llama-cpp-python",
+            "model_file": "tiny.gguf",
+            "model_sha256": "ab" * 32,
+            "server_options": options,
+        },
+    }
+    atomic_write_json(run / "manifest.json", manifest)
+    task_json = run / "tasks" / TASK / "task.json"
+    settings = json.loads(task_json.read_text())
+    settings["sampling"] = {"temperature": temperature, "max_tokens": 64, "extra_body": {}}
+    atomic_write_json(task_json, settings)
+
+
+@pytest.fixture
+def served_pair(tmp_path):
+    """Baseline and candidate of one benchmark: the candidate served with rope_freq_scale 0.8
+    and sampled at temperature 1.0 (the baseline: no such option, temperature 0.7)."""
+    base = write_synthetic_run(
+        tmp_path / "base", n_problems=60, n_rollouts=4, rng=1, outcome_rng=10
+    )
+    cand = write_synthetic_run(
+        tmp_path / "cand", n_problems=60, n_rollouts=4, rng=1, outcome_rng=20
+    )
+    _serve_as(base.path, options={"n_ctx": 2048}, temperature=0.7)
+    _serve_as(cand.path, options={"n_ctx": 2048, "rope_freq_scale": 0.8}, temperature=1.0)
+    return base.path, cand.path
+
+
+# ------------------------------------------------------------------ the pure function
+
+
+def _side(name, manifest, tasks):
+    return SideRecord(SideLabel("m", name, f"id-{name}", "run"), manifest, tasks)
+
+
+def test_what_changed_lists_each_difference_once_formatted_for_people():
+    prov = {"server": {"launcher": "llama-cpp-python", "server_options": {"n_ctx": 2048}}}
+    prov_c = {
+        "server": {
+            "launcher": "llama-cpp-python",
+            "server_options": {"n_ctx": 4096, "type_k": 8},
+        }
+    }
+    s_b = {"grader_identity": "math@1", "sampling": {"temperature": 0.7, "stop": ["\n"]}}
+    s_c = {"grader_identity": "math@1", "sampling": {"temperature": 0.7, "stop": ["\n\n"]}}
+    base = _side("b", {"rolleval_version": "1.0", "provenance": prov}, {"x": s_b, "y": s_b})
+    cand = _side("c", {"rolleval_version": "1.1", "provenance": prov_c}, {"x": s_c, "y": s_b})
+    got = what_changed(base, cand, [("x", "x"), ("y", "y")])
+    assert [c.line for c in got.changes] == [
+        "rolleval version: 1.0 -> 1.1",
+        "server option n_ctx: 2048 -> 4096",
+        "server option type_k: (unset) -> 8",
+        # only task x changed its stop sequence: named; escaped, not a raw newline
+        "task x: sampling stop: [\\n] -> [\\n\\n]",
+    ]
+    # a difference every compared task shares is listed once, without a task name
+    both = what_changed(
+        base, _side("c", base.manifest, {"x": s_c, "y": s_c}), [("x", "x"), ("y", "y")]
+    )
+    assert [c.line for c in both.changes] == ["sampling stop: [\\n] -> [\\n\\n]"]
+    same = what_changed(base, _side("c", base.manifest, base.tasks), [("x", "x")])
+    assert same.changes == () and same.lines == [NOTHING]
+    assert same.to_dict()["nothing_changed"] is True
+    assert got.to_dict()["baseline"]["run_id"] == "id-b"
+    # values are never Python reprs
+    assert human({"a": 1, "b": [True, None]}) == "a=1, b=[true, (unset)]"
+    assert human(0.5) == "0.5" and human("") == '""'
+
+
+# ------------------------------------------------------------------ every output
+
+
+def _formats(capsys, tmp_path, command, *args):
+    """The outputs of ``command`` in every format: text, json, md, github, html."""
+    outs = {}
+    for fmt in ("text", "json", "md", "github"):
+        code, out, err = _cli(capsys, command, *args, "--format", fmt, "--n-resamples", 500)
+        assert code in (0, 1, 3), err
+        outs[fmt] = out
+    html = tmp_path / f"{command}.html"
+    _cli(capsys, command, *args, "--n-resamples", 500, "--html", html)
+    outs["html"] = html.read_text()
+    return outs
+
+
+@pytest.mark.parametrize("command", ["compare", "gate"])
+def test_server_option_and_sampling_change_show_once_in_every_format(
+    served_pair, tmp_path, capsys, command
+):
+    base, cand = served_pair
+    args = (base, cand) if command == "compare" else (cand, "--baseline", base)
+    outs = _formats(capsys, tmp_path, command, *args)
+    for fmt, out in outs.items():
+        text = out.replace("&gt;", ">") if fmt == "html" else out
+        if fmt == "json":
+            doc = json.loads(text[: text.rindex("}") + 1])
+            changes = {c["setting"]: c for c in doc["what_changed"]["changes"]}
+            assert changes["server option rope_freq_scale"]["candidate"] == "0.8"
+            assert changes["sampling temperature"] == {
+                "setting": "sampling temperature",
+                "baseline": "0.7",
+                "candidate": "1",
+            }
+            stored = json.loads((Path(cand) / "manifest.json").read_text())["run_id"]
+            assert doc["what_changed"]["candidate"]["run_id"] == stored
+            assert doc["what_changed"]["candidate"]["run_dir"] == "cand"
+            continue
+        for line in (ROPE, TEMP):
+            assert text.count(line) == 1, (fmt, line)
+        # the unchanged option is not listed; no raw dict anywhere in the block
+        assert "n_ctx" not in text and "{'" not in text, fmt
+        assert text.count("not proof of its cause") == 1, fmt
+        assert "tiny-model (run base)" in text and "tiny-model (run cand)" in text, fmt
+
+
+def test_identical_settings_say_nothing_changed_in_every_format(tmp_path, capsys):
+    base = write_synthetic_run(tmp_path / "base", n_problems=60, n_rollouts=4, rng=1).path
+    copy = tmp_path / "copy"
+    shutil.copytree(base, copy)
+    outs = _formats(capsys, tmp_path, "compare", base, copy)
+    for fmt, out in outs.items():
+        if fmt == "json":
+            wc = json.loads(out[: out.rindex("}") + 1])["what_changed"]
+            assert wc["changes"] == [] and wc["nothing_changed"] is True
+        else:
+            assert out.count(NOTHING) == 1, fmt
+            assert "not proof of its cause" not in out, fmt
+
+
+# ------------------------------------------------------------------ pairing tasks
+
+
+def test_tasks_of_other_names_pair_by_content_and_say_so(tmp_path):
+    base = write_synthetic_run(tmp_path / "b", task="alpha", n_problems=30, n_rollouts=4, rng=3)
+    cand = write_synthetic_run(tmp_path / "c", task="beta", n_problems=30, n_rollouts=4, rng=3)
+    res = compare_runs(base.path, cand.path, n_resamples=500).to_dict()
+    (t,) = res["tasks"]
+    assert (t["task"], t["candidate_task"]) == ("alpha", "beta")
+    assert t["pairing"]["by"] == "content" and t["problems"]["compared"] == 30
+    assert "alpha ~ beta: 30 of 30 problems matched by content" in t["alignment"]["notes"]
+    assert res["skipped_tasks"] == {}
+
+
+def test_gate_pairs_tasks_by_content_too(tmp_path):
+    base = write_synthetic_run(tmp_path / "b", task="alpha", n_problems=30, n_rollouts=4, rng=3)
+    run = write_synthetic_run(tmp_path / "c", task="beta", n_problems=30, n_rollouts=4, rng=3)
+    out = gate_run(run.path, base.path, n_resamples=500).to_dict()
+    assert {c["task"] for c in out["checks"]} == {"alpha"}
+    assert len(out["comparisons"]) == 2  # the default policy: pass@1 and unextracted_rate
+    for t in out["comparisons"]:
+        assert (t["task"], t["candidate_task"], t["pairing"]["by"]) == ("alpha", "beta", "content")
+    # the same generator and seed: only the task's name differs, which is not a setting
+    assert out["what_changed"]["nothing_changed"] is True
+
+
+def test_server_option_model_points_to_the_local_path_form():
+    from rolleval._local._launcher import LocalServerOptions
+
+    with pytest.raises(UsageError, match=r"--model local:/path/model\.gguf"):
+        LocalServerOptions(server_options={"model": "/x.gguf"})
+
+
+def test_no_content_match_and_no_map_exits_2_naming_task_map(tmp_path, capsys):
+    base = write_synthetic_run(tmp_path / "b", task="alpha", n_problems=20, n_rollouts=2, rng=3)
+    other = write_synthetic_run(tmp_path / "c", task="beta", n_problems=20, n_rollouts=2, rng=4)
+    code, out, err = _cli(capsys, "compare", base.path, other.path)
+    assert code == 2 and out == ""
+    assert len(err.strip().splitlines()) == 1 and "--task-map BASE=CAND" in err
+    assert "alpha" in err and "beta" in err
+
+
+def _no_provenance(src: Path, dst: Path) -> Path:
+    data = orjson.loads(src.read_bytes())
+    del data["provenance"]
+    dst.write_bytes(orjson.dumps(data))
+    return dst
+
+
+def test_tracelens_files_without_provenance_share_a_name_and_task_map_pairs_the_rest(
+    tmp_path, capsys
+):
+    tl = DATA / "tracelens"
+    for name in ("baseline", "regressed"):
+        _no_provenance(tl / f"{name}.trials.json", tmp_path / f"{name}.json")
+        import_run("tracelens", tmp_path / f"{name}.json", tmp_path / f"np-{name}")
+    # the same file imported under a name of the user's: no hashes, no shared name
+    import_run("tracelens", tmp_path / "baseline.json", tmp_path / "mine", task_name="mine")
+    (np_base,) = [p.name for p in (tmp_path / "np-baseline" / "tasks").iterdir()]
+    (np_reg,) = [p.name for p in (tmp_path / "np-regressed" / "tasks").iterdir()]
+    assert np_base == np_reg and np_base.startswith("tracelens-")
+    # same eval set, no provenance: they pair by name, and align by task id (as TraceLens)
+    res = compare_runs(tmp_path / "np-baseline", tmp_path / "np-regressed", threshold=0.03)
+    assert res.verdict == "regression" and res.tasks[0].alignment.by == "id"
+    code, _o, err = _cli(capsys, "compare", tmp_path / "mine", tmp_path / "np-regressed")
+    assert code == 2 and "--task-map" in err
+    code, out, err = _cli(
+        capsys,
+        "compare",
+        tmp_path / "mine",
+        tmp_path / "np-regressed",
+        "--task-map",
+        f"mine={np_reg}",
+        "--threshold",
+        0.03,
+        "--format",
+        "json",
+    )
+    assert code == 1, err
+    (t,) = json.loads(out)["tasks"]
+    assert t["pairing"]["by"] == "map" and t["candidate_task"] == np_reg
+    # the Python API takes the same map
+    api = compare_runs(
+        tmp_path / "mine", tmp_path / "np-regressed", task_map={"mine": np_reg}, threshold=0.03
+    )
+    assert api.verdict == "regression"
+    with pytest.raises(UsageError, match="--task-map"):
+        compare_runs(tmp_path / "mine", tmp_path / "np-regressed", task_map={"nope": np_reg})
+
+
+# ------------------------------------------------------------------ across harnesses
+
+
+@pytest.fixture(scope="module")
+def harness_runs(tmp_path_factory):
+    """The seed1 imports of one benchmark (CopyColors) from three harnesses, each regraded by
+    rolleval's short_answer grader (two harnesses' own scorers are different rulers, which
+    compare refuses to mix)."""
+    root = tmp_path_factory.mktemp("harnesses")
+    runs = {}
+    for fmt in ("lm-eval", "inspect", "lighteval"):
+        runs[fmt] = root / fmt
+        import_run(fmt, DATA / fmt / "seed1", runs[fmt], regrade="short_answer")
+    return runs
+
+
+@pytest.mark.parametrize(
+    ("baseline", "candidate", "names", "matched"),
+    [
+        ("lm-eval", "inspect", ("copycolors_local", "copycolors"), (40, 100)),
+        ("lm-eval", "lighteval", ("copycolors_local", "copycolors_0"), (40, 100)),
+        ("inspect", "lighteval", ("copycolors", "copycolors_0"), (12, 40)),
+    ],
+)
+def test_harness_imports_of_one_benchmark_compare_without_a_task_map(
+    harness_runs, capsys, baseline, candidate, names, matched
+):
+    b, c = harness_runs[baseline], harness_runs[candidate]
+    # each harness ran its own subset of the 100 questions: the shared ones are compared,
+    # the others are listed under --unmatched exclude (the default refuses, naming it)
+    code, _o, err = _cli(capsys, "compare", b, c)
+    assert code == 2 and "--unmatched exclude" in err and f"{names[0]} ~ {names[1]}" in err
+    code, out, err = _cli(
+        capsys, "compare", b, c, "--unmatched", "exclude", "--n-resamples", 500, "--format", "json"
+    )
+    assert code in (0, 1, 3), err
+    doc = json.loads(out)
+    (t,) = doc["tasks"]
+    assert (t["task"], t["candidate_task"]) == names
+    assert t["problems"]["compared"] == matched[0]
+    note = f"{names[0]} ~ {names[1]}: {matched[0]} of {matched[1]} problems matched by content"
+    assert any(n.startswith(note) for n in t["alignment"]["notes"])
+    settings = {ch["setting"] for ch in doc["what_changed"]["changes"]}
+    assert "imported from" in settings  # the harness is what changed
+
+
+def test_import_task_name_renames_the_task(harness_runs, tmp_path, capsys):
+    out = tmp_path / "lighteval-named"
+    code, _printed, err = _cli(
+        capsys, "import", "lighteval", DATA / "lighteval" / "seed1", "--out", out,
+        "--task-name", "copycolors", "--regrade", "short_answer",
+    )  # fmt: skip
+    assert code == 0, err
+    assert [p.name for p in (out / "tasks").iterdir()] == ["copycolors"]
+    res = compare_runs(harness_runs["inspect"], out, unmatched="exclude", n_resamples=500)
+    assert res.tasks[0].pair is None  # paired by name now
+    code, _o, err = _cli(
+        capsys, "import", "lighteval", DATA / "lighteval" / "seed1", "--out", tmp_path / "x",
+        "--task-name", "nope=other",
+    )  # fmt: skip
+    assert code == 2 and "nope" in err and not (tmp_path / "x").exists()
