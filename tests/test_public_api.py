@@ -18,6 +18,7 @@ PUBLIC_PACKAGES = [
     "rolleval.tasks",
     "rolleval.client",
     "rolleval.compare",
+    "rolleval.drift",
     "rolleval.records",
     "rolleval.rundir",
     "rolleval.writer",
@@ -105,10 +106,14 @@ def test_a_rollouts_judgement_and_a_comparisons_verdict_have_different_names():
     assert {"ComparisonVerdict", "GateVerdict"} <= set(compare.__all__)
     assert sorted(n for n in public if n.endswith("Verdict")) == [
         "ComparisonVerdict",
+        "DriftVerdict",
         "GateVerdict",
         "Verdict",
     ]
     assert set(compare.COMPARISON_VERDICTS) == set(get_args(compare.ComparisonVerdict))
+    from rolleval import drift
+
+    assert set(drift.DRIFT_VERDICTS) == set(get_args(drift.DriftVerdict))
 
 
 def test_randomness_is_the_rng_keyword_in_every_public_function():
@@ -145,6 +150,7 @@ def test_every_cli_command_has_a_python_api():
         "tasks": importlib.import_module("rolleval.tasks").list_tasks,
         "example": importlib.import_module("rolleval.testing._synthetic").write_synthetic_run,
         "import": rolleval.import_run,
+        "drift": importlib.import_module("rolleval.drift").measure_drift,
     }
     assert set(cli.commands) == set(api)
     assert all(callable(f) for f in api.values())

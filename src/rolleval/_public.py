@@ -19,6 +19,7 @@ PUBLIC_MODULES = frozenset(
         "rolleval",
         "rolleval.client",
         "rolleval.compare",
+        "rolleval.drift",
         "rolleval.errors",
         "rolleval.grading",
         "rolleval.metrics",

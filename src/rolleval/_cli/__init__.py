@@ -22,6 +22,7 @@ def _load_commands() -> None:
     from . import (  # noqa: F401  (registers commands)
         _baseline,
         _compare,
+        _drift,
         _example,
         _gate,
         _import,

@@ -10,11 +10,25 @@ token *i* is read from the distribution that predicts token *i + 1*; llama-cpp-p
 :func:`prompt_logprobs` does the computation: the prompt is tokenized as
 llama-cpp-python tokenizes a completion prompt, evaluated once with ``logits_all``, and
 token *i* gets ``log_softmax(logits[i - 1])[token_i]``; the first token has none.
+
+**Opt-in request field** ``"rolleval"`` (an object; other servers never see it, and
+without it the answer is the plain OpenAI one): ``{"token_ids": true}`` adds to
+``choices[0].logprobs`` the token ids (``token_ids``) and each position's listed
+alternatives keyed by id, ``top_logprob_ids``: ``[[id, text, logprob], ...]`` per token
+(``None`` for the first), most likely first, the token itself included (several tokens
+print as the same or as empty text, so text-keyed ``top_logprobs`` entries collide);
+``{"full_logprobs": true}`` (implies ``token_ids``) adds ``full_logprobs``: every prompt
+position's whole next-token distribution, ``{"encoding": "base64-float32-le", "shape":
+[n_prompt_tokens, n_vocab], "data": ...}``, row *i* the log-probs that predict token *i*
+(row 0 NaN). rolleval's drift measurement (:mod:`rolleval.drift`) asks for it to score a
+side exactly.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import functools
 import json
 import os
 import sys
@@ -41,10 +55,28 @@ def _top(row: np.ndarray, k: int) -> np.ndarray:
     return part[np.argsort(-row[part], kind="stable")]
 
 
-def prompt_logprobs(llama: Any, prompt: str, top: int, max_tokens: int = 1) -> dict[str, Any]:
+def _options(request: dict[str, Any]) -> tuple[bool, bool]:
+    """``(token_ids, full_logprobs)`` asked for by the opt-in ``"rolleval"`` field."""
+    opt = request.get("rolleval")
+    if not isinstance(opt, dict):
+        return False, False
+    full = opt.get("full_logprobs") is True
+    return full or opt.get("token_ids") is True, full
+
+
+def prompt_logprobs(
+    llama: Any,
+    prompt: str,
+    top: int,
+    max_tokens: int = 1,
+    *,
+    token_ids: bool = False,
+    full_logprobs: bool = False,
+) -> dict[str, Any]:
     """The ``choices[0]`` and ``usage`` of an echoed completion of ``prompt``: every prompt
     token's log-prob given the tokens before it, its ``top`` most likely alternatives (and
-    itself), character offsets, then ``max_tokens`` (0 or 1) greedy token appended."""
+    itself), character offsets, then ``max_tokens`` (0 or 1) greedy token appended.
+    ``token_ids`` and ``full_logprobs``: the opt-in fields of the module docstring."""
     tokens: list[int] = llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
     if len(tokens) + 1 > llama.n_ctx():
         raise ValueError(f"the prompt has {len(tokens)} tokens; the context holds {llama.n_ctx()}")
@@ -65,12 +97,23 @@ def prompt_logprobs(llama: Any, prompt: str, top: int, max_tokens: int = 1) -> d
 
     values: list[float | None] = [None]
     tops: list[dict[str, float] | None] = [None]
+    top_ids: list[list[list[Any]] | None] = [None]
+    full = (
+        np.full((len(tokens), scores.shape[1]), np.nan, dtype=np.float32) if full_logprobs else None
+    )
     for i in range(1, len(tokens)):
         row = log_softmax(scores[i - 1])
+        if full is not None:
+            full[i] = row
         values.append(float(row[tokens[i]]))
-        entry = {text_of(int(t), i): float(row[t]) for t in _top(row, top)}
+        listed = [int(t) for t in _top(row, top)]
+        entry = {text_of(t, i): float(row[t]) for t in listed}
         entry.setdefault(texts[i], float(row[tokens[i]]))
         tops.append(entry)
+        if token_ids:
+            if tokens[i] not in listed:
+                listed.append(int(tokens[i]))
+            top_ids.append([[t, text_of(t, i), float(row[t])] for t in listed])
     text = prompt
     completion_tokens = 0
     if max_tokens > 0:
@@ -89,6 +132,15 @@ def prompt_logprobs(llama: Any, prompt: str, top: int, max_tokens: int = 1) -> d
         "top_logprobs": tops,
         "text_offset": offsets,
     }
+    if token_ids:
+        logprobs["token_ids"] = [int(t) for t in tokens]
+        logprobs["top_logprob_ids"] = top_ids
+    if full is not None:
+        logprobs["full_logprobs"] = {
+            "encoding": "base64-float32-le",
+            "shape": list(full.shape),
+            "data": base64.b64encode(full.astype("<f4").tobytes()).decode("ascii"),
+        }
     return {
         "choice": {"index": 0, "text": text, "logprobs": logprobs, "finish_reason": "length"},
         "usage": {
@@ -164,11 +216,20 @@ class EchoLogprobsApp:
 
         top = int(request["logprobs"])
         max_tokens = 0 if request.get("max_tokens") == 0 else 1
+        token_ids, full_logprobs = _options(request)
         try:
             async with contextlib.asynccontextmanager(server_app.get_llama_proxy)() as proxy:
                 llama = proxy(request.get("model"))
                 result = await run_in_threadpool(
-                    prompt_logprobs, llama, request["prompt"], top, max_tokens
+                    functools.partial(
+                        prompt_logprobs,
+                        token_ids=token_ids,
+                        full_logprobs=full_logprobs,
+                    ),
+                    llama,
+                    request["prompt"],
+                    top,
+                    max_tokens,
                 )
         except Exception as exc:
             return 500, {

@@ -1,7 +1,7 @@
 """Text and Markdown renderers of the report model (:mod:`rolleval._report._document`).
 
 ``render(kind, data, fmt)`` is the one entry point of ``report``, ``compare`` and ``gate``:
-``kind`` is ``run``, ``compare`` or ``gate``; ``fmt`` is ``text`` (a terminal view that fits
+``kind`` is ``run``, ``compare``, ``gate`` or ``drift``; ``fmt`` is ``text`` (a terminal view that fits
 100 columns, coloured only on a terminal and never under ``NO_COLOR``), ``json`` (the result
 itself), ``md`` (GitHub-flavoured Markdown for a pull-request comment) or ``github`` (the
 Markdown, also appended to ``$GITHUB_STEP_SUMMARY`` when set). Every string that may come
@@ -32,6 +32,7 @@ from ._document import (
     run_doc,
     task_blocks,
 )
+from ._drift import drift_doc
 from ._formats import FORMATS
 
 __all__ = [
@@ -67,8 +68,15 @@ def use_color(stream: TextIO | None = None) -> bool:
     return bool(getattr(stream, "isatty", lambda: False)())
 
 
-_BAD = {"regression", "blocked", "run_failed", "failed"}
-_GOOD = {"pass", "improvement", "equivalent_within_threshold", "significant_below_threshold", "ok"}
+_BAD = {"regression", "blocked", "run_failed", "failed", "above_threshold"}
+_GOOD = {
+    "pass",
+    "improvement",
+    "equivalent_within_threshold",
+    "significant_below_threshold",
+    "ok",
+    "within_threshold",
+}
 
 
 def _badge(verdict: str, color: bool) -> str:
@@ -212,6 +220,7 @@ _DOCS: dict[str, Callable[[dict[str, Any]], list[Block]]] = {
     "run": run_doc,
     "compare": compare_doc,
     "gate": gate_doc,
+    "drift": drift_doc,
 }
 
 

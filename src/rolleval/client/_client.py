@@ -202,20 +202,32 @@ class Client:
 
     # -- the retry loop ----------------------------------------------------------------
 
-    async def echo(self, prompt: str) -> tuple[dict[str, Any] | None, Completion]:
+    async def echo(
+        self,
+        prompt: str,
+        *,
+        top_logprobs: int = 1,
+        extra_body: Mapping[str, Any] | None = None,
+    ) -> tuple[dict[str, Any] | None, Completion]:
         """The prompt's own token log-probs: one ``/completions`` request with ``echo``,
-        ``logprobs: 1``, ``max_tokens: 1`` and temperature 0 (plus retries), whatever
-        ``config.api`` is. Returns the 200 body (``None`` on failure) and the outcome."""
+        ``logprobs: top_logprobs``, ``max_tokens: 1`` and temperature 0 (plus retries),
+        whatever ``config.api`` is; ``extra_body`` fields are added to the request (they
+        may not replace these). Returns the 200 body (``None`` on failure) and the outcome."""
         if not isinstance(prompt, str) or not prompt:
             raise UsageError("echo takes a non-empty string prompt")
-        body = {
-            "model": self._config.model,
-            "prompt": prompt,
-            "max_tokens": 1,
-            "temperature": 0.0,
-            "echo": True,
-            "logprobs": 1,
-        }
+        if isinstance(top_logprobs, bool) or not isinstance(top_logprobs, int) or top_logprobs < 1:
+            raise UsageError(f"top_logprobs must be an integer >= 1, got {top_logprobs!r}")
+        body: dict[str, Any] = dict(extra_body or {})
+        body.update(
+            {
+                "model": self._config.model,
+                "prompt": prompt,
+                "max_tokens": 1,
+                "temperature": 0.0,
+                "echo": True,
+                "logprobs": top_logprobs,
+            }
+        )
         raw: list[dict[str, Any]] = []
         (completion,) = await self._run(orjson.dumps(body), 1, path="/completions", raw=raw)
         return (raw[0] if raw else None), completion

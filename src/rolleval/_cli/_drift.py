@@ -1,0 +1,175 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+
+from .._report._render import emit
+from ..errors import UsageError
+from ..rundir._store import atomic_write_bytes, atomic_write_json
+from ._app import cli
+from ._options import confidence_level_option, html_option, n_resamples_option, seed_option
+
+
+def _side_options(name: str) -> list[Any]:
+    return [
+        click.option(
+            f"--{name}",
+            required=True,
+            help=f"The {name}: an endpoint URL (http://HOST:PORT/v1) or a .gguf file rolleval serves.",
+        ),
+        click.option(f"--{name}-model", default=None, help=f"Model name at the {name} endpoint."),
+        click.option(
+            f"--{name}-api-key-env",
+            default=None,
+            help=f"Environment variable holding the {name} endpoint's API key.",
+        ),
+    ]
+
+
+def _apply(options: list[Any]) -> Any:
+    def deco(f: Any) -> Any:
+        for opt in reversed(options):
+            f = opt(f)
+        return f
+
+    return deco
+
+
+@cli.command("drift")
+@_apply(_side_options("baseline") + _side_options("candidate"))
+@click.option(
+    "--texts",
+    "texts_path",
+    type=click.Path(dir_okay=False, path_type=str),
+    default=None,
+    help='JSONL corpus, one {"id": ..., "text": ...} per line.',
+)
+@click.option(
+    "--task",
+    default=None,
+    help="A task: each problem's prompt followed by its reference answer.",
+)
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="First N texts/problems.")
+@click.option(
+    "--top-logprobs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="K alternatives asked of an endpoint side [20]; a .gguf side is scored exactly.",
+)
+@click.option(
+    "--threshold",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Threshold on the mean KL divergence, nats per token [0.01].",
+)
+@confidence_level_option()
+@n_resamples_option
+@seed_option
+@click.option(
+    "--server-option",
+    "server_options",
+    multiple=True,
+    help="llama.cpp server setting KEY=VALUE for a .gguf side (repeatable).",
+)
+@click.option("--concurrency", type=click.IntRange(min=1), default=2, show_default=True)
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=click.FloatRange(min=0, min_open=True),
+    default=300.0,
+    show_default=True,
+    help="Per-request timeout, seconds.",
+)
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=str),
+    help="Directory for drift.json and tokens.jsonl (created; an existing drift.json is refused).",
+)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json", "md"]), default="text", show_default=True
+)
+@html_option()
+def drift_cmd(
+    baseline: str,
+    baseline_model: str | None,
+    baseline_api_key_env: str | None,
+    candidate: str,
+    candidate_model: str | None,
+    candidate_api_key_env: str | None,
+    texts_path: str | None,
+    task: str | None,
+    limit: int | None,
+    top_logprobs: int | None,
+    threshold: float | None,
+    confidence_level: float,
+    n_resamples: int,
+    seed: int,
+    server_options: tuple[str, ...],
+    concurrency: int,
+    timeout_s: float,
+    out: str,
+    fmt: str,
+    html_path: str | None,
+) -> int:
+    """Token-level drift of CANDIDATE against BASELINE: KL divergence, top-1 agreement and
+    delta NLL, both models scoring the same texts (teacher forcing).
+
+    Exit 0: the mean KL divergence is within the threshold; 1: significantly above it;
+    3: undecided (the interval contains the threshold, or fewer than 2 texts); 2: usage error
+    (bad input, a server with unusable prompt log-probs, different tokenizers).
+    """
+    from .._runner._config import _parse_kv
+    from ..drift import (
+        DEFAULT_THRESHOLD,
+        DEFAULT_TOP_LOGPROBS,
+        DriftOptions,
+        DriftSide,
+        load_texts,
+        measure_drift,
+        task_texts,
+    )
+
+    if (texts_path is None) == (task is None):
+        raise UsageError("give exactly one of --texts FILE.jsonl and --task NAME")
+    out_dir = Path(out)
+    if (out_dir / "drift.json").exists():
+        raise UsageError(f"{out_dir / 'drift.json'} exists; give another --out (nothing written)")
+    texts = (
+        load_texts(texts_path, limit=limit)
+        if texts_path is not None
+        else task_texts(str(task), limit=limit)
+    )
+    extra = _parse_kv(server_options, "--server-option")
+    options = DriftOptions(
+        top_logprobs=top_logprobs or DEFAULT_TOP_LOGPROBS,
+        threshold=DEFAULT_THRESHOLD if threshold is None else threshold,
+        confidence_level=confidence_level,
+        n_resamples=n_resamples,
+        rng=seed,
+        concurrency=concurrency,
+        timeout_s=timeout_s,
+        server_options={"n_threads": 2, **extra},
+    )
+    result = measure_drift(
+        DriftSide(baseline, baseline_model, baseline_api_key_env),
+        DriftSide(candidate, candidate_model, candidate_api_key_env),
+        texts,
+        options,
+    )
+    data = result.to_dict()
+    data["texts_source"] = texts_path or f"task {task}"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    atomic_write_json(out_dir / "drift.json", data)
+    lines = b"".join(orjson.dumps(t) + b"\n" for t in result.tokens)
+    atomic_write_bytes(out_dir / "tokens.jsonl", lines)
+    click.echo(emit("drift", data, fmt))
+    if html_path:
+        from .._report._drift import drift_html
+        from .._report._html import write_html
+
+        click.echo(f"HTML report: {write_html(html_path, drift_html(data))}", err=fmt != "text")
+    return result.exit_code
