@@ -20,6 +20,7 @@ from ._options import (
     seed_option,
     tasks_option,
     unmatched_option,
+    write_output,
 )
 
 
@@ -102,7 +103,6 @@ def compare_cmd(
     from .._report._render import emit
     from ..compare import compare_runs
     from ..compare._seqruns import compare_sequential_run, sequential_design_of
-    from ..rundir._store import atomic_write_json
 
     if sequential_design_of(candidate) is not None:
         return _sequential(baseline, candidate, fmt, output, compare_sequential_run)
@@ -127,9 +127,7 @@ def compare_cmd(
     will_exit(res.exit_code)
     data = res.to_dict()
     if output:
-        if os.path.dirname(output):
-            os.makedirs(os.path.dirname(output), exist_ok=True)
-        atomic_write_json(output, data)
+        write_output(output, data)
     click.echo(emit("compare", data, fmt))
     if html_path:
         from .._report._html import compare_html, write_html
@@ -143,14 +141,11 @@ def _sequential(baseline: str, candidate: str, fmt: str, output: str | None, run
     import json
 
     from ..compare._sequential import sequential_summary
-    from ..rundir._store import atomic_write_json
 
     res = run(baseline, candidate)
     data = res.to_dict()
     if output:
-        if os.path.dirname(output):
-            os.makedirs(os.path.dirname(output), exist_ok=True)
-        atomic_write_json(output, data)
+        write_output(output, data)
     if fmt == "json":
         click.echo(json.dumps(data, indent=2))
     else:

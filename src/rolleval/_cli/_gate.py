@@ -18,6 +18,7 @@ from ._options import (
     seed_option,
     tasks_option,
     unmatched_option,
+    write_output,
 )
 
 
@@ -83,7 +84,6 @@ def gate_cmd(
     terminal; elsewhere (CI) a Markdown summary, also appended to $GITHUB_STEP_SUMMARY when set."""
     from .._report._render import emit
     from ..compare import gate_run, load_policy
-    from ..rundir._store import atomic_write_json
 
     res = gate_run(
         run,
@@ -105,7 +105,7 @@ def gate_cmd(
     data = res.to_dict()
     click.echo(emit("gate", data, fmt))
     if output:
-        atomic_write_json(output, data)
+        write_output(output, data)
     if html_path:
         from .._report._html import gate_html, write_html
 

@@ -170,6 +170,17 @@ def output_option(f: F) -> F:
     )(f)
 
 
+def write_output(output: str, data: Any) -> None:
+    """Write ``--output``'s JSON atomically, creating its parent directory."""
+    import os
+
+    from ..rundir._store import atomic_write_json
+
+    if os.path.dirname(output):
+        os.makedirs(os.path.dirname(output), exist_ok=True)
+    atomic_write_json(output, data)
+
+
 def format_option(*choices: str) -> Callable[[F], F]:
     """``--format`` (collected as ``fmt``), the first choice the default."""
     formats = choices or ("text", "json")
