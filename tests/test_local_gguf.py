@@ -110,6 +110,9 @@ def test_a_requantized_gguf_runs_end_to_end_and_resume_with_another_file_is_refu
         capsys, *run, "--model", f"local:{default_model_path()}", "--out", out, "--resume"
     )
     assert code == 2 and "local_model_sha256" in err and "--resume refused" in err
+    # --out alone continues it: the stored settings serve the same file again
+    code, _o, err = _cli(capsys, "run", "--out", out, "--resume", "--no-progress")
+    assert code == 0, err
     # served through rolleval's wrapper: the echoed prompt log-probs pass the probe that
     # refuses llama-cpp-python's own (shifted by one token; tests/test_logprob_probe.py)
     options = LocalServerOptions(model_path=str(requantized), server_options={"n_threads": 2})

@@ -149,6 +149,9 @@ def test_a_key_the_program_prints_is_redacted_in_the_stored_judgement(tmp_path):
         f"k = {KEY[:half]!r} + {KEY[half:]!r}\n"
         "import sys\n"
         "sys.stderr.write('x' * 5000 + k + ' ' + k[::-1] + ' ' + k.encode().hex())\n"
+        # flushed: the candidate may be stopped right after its error reaches the harness,
+        # before an unflushed stderr buffer is written (the tail is then absent, not leaked)
+        "sys.stderr.flush()\n"
         "def f(x):\n    raise ValueError(k + ' ' + k[::-1] + ' ' + 'y' * 426 + k)\n"
     )
     run = _run_code_task(tmp_path, f"```python\n{code}\n```")

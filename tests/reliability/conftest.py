@@ -99,7 +99,9 @@ FAULT_KINDS: dict[str, tuple[Fault, str, bool]] = {
     "malformed_json": (Fault.malformed(), "infra_error", True),
     "html_page_200": (Fault.raw("<html><body>proxy error</body></html>"), "infra_error", True),
     "no_choices": (Fault.no_choices(), "infra_error", True),
-    "no_content": (Fault.no_content(), "infra_error", False),
+    # null content with finish_reason "stop": a completed rollout with no answer (issue 19),
+    # never an infra error
+    "no_content": (Fault.no_content(), "ok", False),
     "drop": (Fault.drop(), "infra_error", True),
     "reset": (Fault.drop(reset=True), "infra_error", True),
     "echo_headers_401": (Fault.echo_headers(401), "infra_error", False),

@@ -393,6 +393,12 @@ def stored_settings(out: str | os.PathLike[str]) -> dict[str, Any]:
         )
     info = RunDir.open(path).info
     data: dict[str, Any] = {**(info.throughput or {}), **(info.measurement or {})}
+    if data.pop("local_model_sha256", None) is not None:
+        # a GGUF file's content is measured, its path is provenance: serve the file from
+        # where the run found it (a file given again is checked against the stored sha256)
+        served = ((info.provenance or {}).get("server") or {}).get("model_path")
+        if served:
+            data["local_model"] = served
     if not data.get("model") or not data.get("tasks"):
         raise UsageError(
             f"{path}: the run records no settings to resume from (made by `rolleval import`?); "
@@ -417,6 +423,9 @@ def config_from_flags(
     """
     data: dict[str, Any] = load_config_file(config_path) if config_path else {}
     if base:
+        if data.get("model") or flags.get("model"):
+            # a model given again replaces the stored one, GGUF path included
+            base = {k: v for k, v in base.items() if k != "local_model"}
         data = {**base, **data}
     sampling = dict(data.get("sampling") or {})
     for key in _SAMPLING_FLAGS:
