@@ -4,11 +4,8 @@ from pathlib import Path
 from typing import Any
 
 import click
-import orjson
 
-from .._report._render import emit
 from ..errors import UsageError
-from ..rundir._store import atomic_write_bytes, atomic_write_json
 from ._app import cli
 from ._options import confidence_level_option, html_option, n_resamples_option, seed_option
 
@@ -122,6 +119,9 @@ def drift_cmd(
     3: undecided (the interval contains the threshold, or fewer than 2 texts); 2: usage error
     (bad input, a server with unusable prompt log-probs, different tokenizers).
     """
+    import orjson
+
+    from .._report._render import emit
     from .._runner._config import _parse_kv
     from ..drift import (
         DEFAULT_THRESHOLD,
@@ -132,6 +132,7 @@ def drift_cmd(
         measure_drift,
         task_texts,
     )
+    from ..rundir._store import atomic_write_bytes, atomic_write_json
 
     if (texts_path is None) == (task is None):
         raise UsageError("give exactly one of --texts FILE.jsonl and --task NAME")
