@@ -126,6 +126,12 @@ def _write(path, text):
         fh.write(text)
 
 
+def _result_line(out, record):
+    """One JSON line of the result channel, written through at once."""
+    out.write(json.dumps(record) + "\n")
+    out.flush()
+
+
 def _describe(exc):
     message = " ".join(str(exc).split())[:500]
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
@@ -852,12 +858,10 @@ def _harness(job, sock, out):
         setup = {"setup": "the candidate process ended while it was being set up"}
     if not isinstance(setup, dict) or setup.get("setup", "") is not None:
         problem = setup.get("setup") if isinstance(setup, dict) else None
-        out.write(json.dumps({"sandbox_error": str(problem or "bad setup message")}) + "\n")
-        out.flush()
+        _result_line(out, {"sandbox_error": str(problem or "bad setup message")})
         return None
     outcome = _run_tests(channel, [str(t) for t in tests])
-    out.write(json.dumps(outcome) + "\n")
-    out.flush()
+    _result_line(out, outcome)
     return outcome
 
 
@@ -937,11 +941,9 @@ def _init(job, out):
         harness_end, candidate_end = _channel_ends()
         if job["isolate"]:
             _unshare(_CLONE_NEWPID, "pid")
-        out.write(json.dumps({"ready": True}) + "\n")
-        out.flush()
+        _result_line(out, {"ready": True})
     except BaseException as exc:
-        out.write(json.dumps({"sandbox_error": _describe(exc)}) + "\n")
-        out.flush()
+        _result_line(out, {"sandbox_error": _describe(exc)})
         os._exit(3)
     sys.stdout.flush()
     sys.stderr.flush()
@@ -954,12 +956,10 @@ def _init(job, out):
         outcome = _harness(job, harness_end, out)
         if outcome is not None and outcome.get("candidate_ended"):
             status = _candidate_status(candidate, int(job["limits"]["cpu_s"]))
-            out.write(json.dumps({"candidate_status": status}) + "\n")
-            out.flush()
+            _result_line(out, {"candidate_status": status})
     except BaseException as exc:
         try:
-            out.write(json.dumps({"harness_error": _describe(exc)}) + "\n")
-            out.flush()
+            _result_line(out, {"harness_error": _describe(exc)})
         finally:
             code = 70
     os._exit(code)
@@ -973,8 +973,7 @@ def main():
         if job["isolate"]:
             job["host_root"] = _enter_namespaces(int(job["namespaces"]))
     except BaseException as exc:
-        out.write(json.dumps({"sandbox_error": _describe(exc)}) + "\n")
-        out.flush()
+        _result_line(out, {"sandbox_error": _describe(exc)})
         os._exit(3)
     sys.stdout.flush()
     sys.stderr.flush()
