@@ -22,6 +22,9 @@ Variants:
 ``nocache``   the same server with the KV prefix reuse off (``bench/_fresh_serve.py``:
               every request evaluates its prompt from scratch);
 ``llamacpp``  llama-cpp-python's own ``python -m llama_cpp.server``;
+``rope``      the quickstart's mis-served candidate: ``main`` with
+              ``--server-option rope_freq_scale=0.8`` (a real change, for the power rows
+              of the sequential design, and a second A/A configuration of its own);
 ``scripted``  the control: ``rolleval.testing.OpenAIServer`` answering each rollout
               correctly with probability p_i (the pooled rate of problem i over the
               ``main`` runs found, else Beta(0.5, 2) draws), an independent draw per
@@ -66,7 +69,7 @@ from rolleval.stats import run_noise
 
 TASK = "common_knowledge"
 ALPHA = 0.05
-VARIANTS = ("main", "nocache", "llamacpp", "scripted")
+VARIANTS = ("main", "nocache", "llamacpp", "rope", "scripted")
 BENCH = Path(__file__).resolve().parent
 ROLLEVAL = [sys.executable, "-m", "rolleval"]
 
@@ -125,8 +128,10 @@ def run_one(args: argparse.Namespace, variant: str, seed: int, probs: dict[str, 
     t0 = time.monotonic()
     log = open(out.with_suffix(".log"), "w")  # noqa: SIM115
     with log:
-        if variant == "main":
+        if variant in ("main", "rope"):
             cmd = [*ROLLEVAL, *_run_args(args, seed, out), "--model", "local"]
+            if variant == "rope":
+                cmd += ["--server-option", "rope_freq_scale=0.8"]
             rc = subprocess.call(cmd, stdout=log, stderr=subprocess.STDOUT)
         elif variant == "scripted":
             rc = _scripted_run(args, seed, out, probs, log)
@@ -416,6 +421,130 @@ def print_variant(r: dict[str, Any]) -> None:
     )
 
 
+# ------------------------------------------------------------ sequential rows
+
+THRESHOLD = 0.02
+
+
+def _ordered_d(base: Any, cand: Any, order_seed: int) -> np.ndarray:
+    """Per-problem ``d = candidate pass@1 - baseline pass@1`` in the order a sequential run
+    with ``--seed order_seed`` visits BASE's problems (``rolleval._runner._sequential``:
+    ``default_rng([seed, task position]).permutation``)."""
+    rate_c = dict(zip(cand.ids, (cand.c / cand.n).tolist()))
+    ids = [pid for pid in base.ids if pid in rate_c]
+    rate_b = dict(zip(base.ids, (base.c / base.n).tolist()))
+    order = [ids[i] for i in np.random.default_rng([order_seed, 0]).permutation(len(ids))]
+    return np.array([rate_c[pid] - rate_b[pid] for pid in order])
+
+
+def _seq_code(d: np.ndarray, every: int) -> tuple[int, int]:
+    """(verdict code, problems used) of the sequential rule looked at every ``every``
+    problems: -1 regression, +1 improvement, 0 otherwise."""
+    from rolleval.compare._sequential import first_decision
+
+    looks = np.unique(np.append(np.arange(every, d.size + 1, every), d.size))
+    res = first_decision(d, alpha=ALPHA, threshold=THRESHOLD, looks=looks)
+    code = -1 if res.verdict == "regression" else (1 if res.verdict == "improvement" else 0)
+    return code, res.n_used
+
+
+def sequential_aa(seeds: list[int], frames: list[Any], boot: int) -> dict[str, Any]:
+    """A/A rows of the sequential design over all ordered seed pairs (candidate b's seed
+    orders the visits), looked at every problem and every round of 10."""
+    k = len(frames)
+    out: dict[str, Any] = {"seeds": seeds, "pairs": k * (k - 1)}
+    for every in (1, 10):
+        v = np.zeros((k, k), dtype=np.int8)
+        used = []
+        for a, b in itertools.permutations(range(k), 2):
+            v[a, b], u = _seq_code(_ordered_d(frames[a], frames[b], seeds[b]), every)
+            used.append(u)
+        reg, imp = pair_rates(v, np.arange(k))
+        rng = np.random.default_rng(1)
+        bs = np.array([pair_rates(v, rng.integers(0, k, k)) for _ in range(boot)])
+        se = np.nanstd(bs, axis=0, ddof=1) if k >= 3 else np.array([math.nan, math.nan])
+        out[f"every_{every}"] = {
+            "false_regression": reg,
+            "false_improvement": imp,
+            "se_regression": float(se[0]),
+            "se_improvement": float(se[1]),
+            "mean_used": float(np.mean(used)),
+        }
+    return out
+
+
+def sequential_power(
+    base_seeds: list[int],
+    base: list[Any],
+    cand_seeds: list[int],
+    cand: list[Any],
+    resamples: int,
+) -> dict[str, Any]:
+    """Baseline ``main`` runs against ``rope`` candidates: the fixed design's verdict on all
+    problems beside the sequential rule's, with the problems the latter used."""
+    fixed, seq1, seq10, used1, used10 = [], [], [], [], []
+    effects = []
+    for fb, fc, sc in ((fb, fc, sc) for fb in base for fc, sc in zip(cand, cand_seeds)):
+        res = compare_frames(fb, fc, n_resamples=resamples, rng=0)
+        fixed.append(res.comparison.verdict == "regression")
+        effects.append(float(res.comparison.effect))
+        d = _ordered_d(fb, fc, sc)
+        (c1, u1), (c10, u10) = _seq_code(d, 1), _seq_code(d, 10)
+        seq1.append(c1 == -1)
+        seq10.append(c10 == -1)
+        used1.append(u1)
+        used10.append(u10)
+    n_problems = base[0].ids.size if hasattr(base[0].ids, "size") else len(base[0].ids)
+    return {
+        "pairs": len(fixed),
+        "base_seeds": base_seeds,
+        "cand_seeds": cand_seeds,
+        "mean_effect": float(np.mean(effects)),
+        "problems": n_problems,
+        "fixed_regression": float(np.mean(fixed)),
+        "seq_every_1_regression": float(np.mean(seq1)),
+        "seq_every_1_used_mean": float(np.mean(used1)),
+        "seq_every_1_used_p90": float(np.percentile(used1, 90)),
+        "seq_every_10_regression": float(np.mean(seq10)),
+        "seq_every_10_used_mean": float(np.mean(used10)),
+        "seq_every_10_used_p90": float(np.percentile(used10, 90)),
+    }
+
+
+def print_sequential(aa: dict[str, Any], power: dict[str, Any] | None) -> None:
+    target = ALPHA / 2
+    print(
+        f"sequential (betting CS, alpha {ALPHA}, tau {THRESHOLD}), main A/A, {aa['pairs']} ordered pairs:"
+    )
+    for every in (1, 10):
+        r = aa[f"every_{every}"]
+        se = r["se_regression"]
+        ok = (
+            "not checked: SE N/A below 3 seeds"
+            if math.isnan(se)
+            else ("ok" if r["false_regression"] <= target + 2 * se else "ABOVE TARGET")
+        )
+        print(
+            f"  looked at every {every} problem(s): false regression {r['false_regression']:.3f}"
+            f" +- {r['se_regression']:.3f} (target <= {target} + 2 SE) [{ok}]; false improvement "
+            f"{r['false_improvement']:.3f} +- {r['se_improvement']:.3f}; problems used mean "
+            f"{r['mean_used']:.1f}"
+        )
+    if power is None:
+        print("  power: N/A (no finished rope runs)")
+        return
+    p = power
+    print(
+        f"  power, main vs rope (rope_freq_scale 0.8), {p['pairs']} pairs, mean effect "
+        f"{p['mean_effect']:+.4f} ({p['mean_effect'] / THRESHOLD:+.1f}x tau):\n"
+        f"    fixed design on all {p['problems']} problems: regression {p['fixed_regression']:.3f}\n"
+        f"    sequential, every problem: regression {p['seq_every_1_regression']:.3f}, problems "
+        f"used mean {p['seq_every_1_used_mean']:.1f}, p90 {p['seq_every_1_used_p90']:.0f}\n"
+        f"    sequential, every 10: regression {p['seq_every_10_regression']:.3f}, problems "
+        f"used mean {p['seq_every_10_used_mean']:.1f}, p90 {p['seq_every_10_used_p90']:.0f}"
+    )
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
     root = Path(args.out)
     results = []
@@ -427,6 +556,13 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         r = analyze_variant(variant, seeds, frames, args)
         print_variant(r)
         results.append(r)
+    seeds, frames = load_variant(root, "main")
+    if len(frames) >= 2:
+        aa = sequential_aa(seeds, frames, args.boot)
+        rope_seeds, rope = load_variant(root, "rope")
+        power = sequential_power(seeds, frames, rope_seeds, rope, args.resamples) if rope else None
+        print_sequential(aa, power)
+        results.append({"variant": "sequential", "aa": aa, "power": power})
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0
