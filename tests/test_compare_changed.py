@@ -193,6 +193,48 @@ def test_tasks_of_other_names_pair_by_content_and_say_so(tmp_path):
     assert res["skipped_tasks"] == {}
 
 
+def _edit_records(task_dir: Path, edit) -> None:
+    """Rewrite every record file of ``task_dir`` through ``edit(name, record) -> record|None``."""
+    for name in ("prompts.jsonl", "rollouts.jsonl", "judgements.jsonl"):
+        f = task_dir / name
+        rows = [edit(name, orjson.loads(x)) for x in f.read_bytes().splitlines()]
+        f.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows if r is not None))
+
+
+def test_a_content_pair_leaves_out_what_it_does_not_share_and_says_how(tmp_path):
+    """Ids of two harnesses are labels in two namespaces: a problem under one id with other
+    content on each side is left out with the one-sided ones, each counted by reason."""
+    base = write_synthetic_run(tmp_path / "b", task="alpha", n_problems=30, n_rollouts=4, rng=3)
+    gone = {f"alpha/{i:06d}" for i in range(25, 30)}
+
+    def edit(name, rec):
+        rec["problem_id"] = rec["problem_id"].replace("beta/", "alpha/")
+        if rec["problem_id"] in gone:
+            return None  # the candidate's harness did not run these
+        if name == "prompts.jsonl" and rec["problem_id"] == "alpha/000004":
+            rec["reference"], rec["content_hash"] = "-1", "f" * 64
+        return rec
+
+    cands = {}
+    for task in ("beta", "alpha"):
+        cands[task] = write_synthetic_run(
+            tmp_path / task, task=task, n_problems=30, n_rollouts=4, rng=3
+        ).path
+        _edit_records(cands[task] / "tasks" / task, edit)
+    res = compare_runs(base.path, cands["beta"], n_resamples=500).to_dict()
+    (t,) = res["tasks"]
+    assert t["problems"]["compared"] == 24
+    assert t["pairing"]["left_out"] == {"changed_content": 1, "only_in_baseline": 5}
+    assert t["alignment"]["excluded"]["only_in_baseline"]["ids"] == sorted(gone)
+    assert t["pairing"]["note"] == (
+        "alpha ~ beta: 24 of 30 problems matched by content (the candidate has 25); "
+        "1 changed (one id, other content on each side) and 5 only in the baseline left out"
+    )
+    # the same records under the baseline's task name: paired by name, the default refuses
+    with pytest.raises(UsageError, match=r"1 changed content .* 5 only in baseline"):
+        compare_runs(base.path, cands["alpha"], n_resamples=500)
+
+
 def test_gate_pairs_tasks_by_content_too(tmp_path):
     base = write_synthetic_run(tmp_path / "b", task="alpha", n_problems=30, n_rollouts=4, rng=3)
     run = write_synthetic_run(tmp_path / "c", task="beta", n_problems=30, n_rollouts=4, rng=3)
