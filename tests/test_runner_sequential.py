@@ -112,9 +112,15 @@ def test_compare_gives_the_recorded_sequential_verdict_and_refuses_another_basel
     assert res.returncode == 1, res.stdout + res.stderr
     assert "sequential" in res.stdout
     assert f"stopped after {stopped} of {N_PROBLEMS} problems: regression" in res.stdout
+    # what changed beside what moved (issue 21): the two runs differ in their run seed
+    assert res.stdout.count("run seed: 1 -> 5") == 1
     res = run_cli("compare", str(base_dir), str(tmp_path / "cand"), "--format", "json")
     doc = json.loads(res.stdout)
     assert doc["method"].startswith("sequential") and doc["verdict"] == "regression"
+    changes = doc["what_changed"]["changes"]
+    assert {"setting": "run seed", "baseline": "1", "candidate": "5"} in changes
+    res = run_cli("compare", str(base_dir), str(tmp_path / "cand"), "--format", "md")
+    assert res.stdout.count("run seed: 1 -> 5") == 1
     # against another baseline (the candidate run itself as BASE): refused, exit 2
     res = run_cli("compare", str(tmp_path / "cand"), str(tmp_path / "cand"))
     assert res.returncode == 2 and "optional stopping" in res.stderr

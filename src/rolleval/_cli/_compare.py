@@ -85,7 +85,7 @@ def compare_cmd(
     seed: int,
     tasks: tuple[str, ...],
     task_map: tuple[str, ...],
-    unmatched: Literal["error", "exclude"],
+    unmatched: Literal["error", "exclude"] | None,
     require_provenance: bool,
     observe: bool,
     allow_incomplete: bool,
@@ -149,9 +149,14 @@ def _sequential(baseline: str, candidate: str, fmt: str, output: str | None, run
     if fmt == "json":
         click.echo(json.dumps(data, indent=2))
     else:
+        from .._report._document import changed_blocks
+        from .._report._render import to_markdown, to_text
+
         click.echo(f"compare ({data['method']})")
         click.echo(sequential_summary(res.design))
         click.echo(f"verdict: {data['verdict']} (exit {data['exit_code']})")
+        blocks = changed_blocks(data["what_changed"])
+        click.echo(to_text(blocks) if fmt == "text" else to_markdown(blocks))
     return int(res.exit_code)
 
 

@@ -71,7 +71,7 @@ def gate_cmd(
     seed: int,
     power: float,
     confidence_level: float | None,
-    unmatched: Literal["error", "exclude"],
+    unmatched: Literal["error", "exclude"] | None,
     observe: bool,
     tasks: tuple[str, ...],
     task_map: tuple[str, ...],

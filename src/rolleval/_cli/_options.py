@@ -136,9 +136,10 @@ def unmatched_option(f: F) -> F:
     return click.option(
         "--unmatched",
         type=click.Choice(["error", "exclude"]),
-        default="error",
-        show_default=True,
-        help="Problems that changed or exist on one side only: refuse, or compare the shared unchanged ones.",
+        default=None,
+        help="Problems that changed or exist on one side only: refuse, or compare the shared "
+        "unchanged ones. Default: left out (and counted) for tasks paired by content, "
+        "refused for tasks paired by name or --task-map.",
     )(f)
 
 

@@ -6,7 +6,8 @@ The function does everything its CLI command does; the CLI only parses flags and
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import shlex
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,8 +42,26 @@ class _Regrade:
     """The thinking delimiters the texts are split by (``None``: graded whole)."""
 
 
+def _reimport_hint(manifest: Mapping[str, Any]) -> str:
+    """For an import that kept its source's verdicts: the command that re-imports it with
+    rolleval's grader (an import's texts are regraded at import, where every repeat is read)."""
+    imp = manifest.get("import")
+    if not isinstance(imp, dict) or imp.get("correctness") != "source":
+        return ""
+    src = shlex.quote(str(imp.get("source") or "SOURCE"))
+    return (
+        f"; the run was imported with its source's own verdicts: re-import it with one of "
+        f"rolleval's graders, `rolleval import {imp.get('format') or 'FORMAT'} {src} --out NEW "
+        "--regrade TYPE` (TYPE: math, mcq, short_answer)"
+    )
+
+
 def _prepare_regrade(
-    task: TaskWriter, grader_spec: dict[str, Any] | None, notes: list[str], thinking: Any = None
+    task: TaskWriter,
+    grader_spec: dict[str, Any] | None,
+    notes: list[str],
+    thinking: Any = None,
+    hint: str = "",
 ) -> _Regrade:
     from ..grading import check_thinking, make_grader, thinking_of
 
@@ -54,7 +73,7 @@ def _prepare_regrade(
     spec = grader_spec or settings.grader
     if not isinstance(spec, dict):
         raise DataError(
-            "task.json has no grader spec ('grader'); cannot regrade", path=files.task_json
+            f"task.json has no grader spec ('grader'); cannot regrade{hint}", path=files.task_json
         )
     grader = make_grader(spec)
     grader.check_available()
@@ -166,7 +185,8 @@ def regrade_run(
         collect_warnings() as caught,
     ):
         names = [writer.run.require_task(task).name] if task else writer.run.task_names()
-        jobs = [_prepare_regrade(writer.task(n), grader_spec, notes, thinking) for n in names]
+        hint = _reimport_hint(writer.run.manifest)
+        jobs = [_prepare_regrade(writer.task(n), grader_spec, notes, thinking, hint) for n in names]
         for job in jobs:
             out[job.task.name] = _regrade(job, workers=workers, on_progress=on_progress)
     return RegradeResult(out, notes + [str(w.message) for w in caught])

@@ -12,6 +12,7 @@ no problem is ever dropped without being listed under a reason.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -20,9 +21,13 @@ import numpy as np
 from ..errors import UsageError
 from ._frame import _MUST_MATCH, ProblemFrame
 
-__all__ = ["Alignment", "align_frames"]
+__all__ = ["Alignment", "UnmatchedSetBy", "align_frames", "grader_fix"]
 
 _SHOW = 5
+
+#: Who chose what happens to unmatched problems: the default (refuse), the user
+#: (``--unmatched``), or the pairing of two tasks by content (leave them out).
+UnmatchedSetBy = Literal["default", "--unmatched", "content pairing"]
 
 
 @dataclass
@@ -38,6 +43,10 @@ class Alignment:
     notes: list[str] = field(default_factory=list)
     # groups of baseline (then candidate) ids that share one content, matched as multisets
     duplicates: dict[str, list[list[str]]] = field(default_factory=dict)
+    unmatched: Literal["error", "exclude"] = "error"
+    """What was done with unmatched problems (``excluded``): refuse, or leave them out."""
+    unmatched_set_by: UnmatchedSetBy = "default"
+    """Who chose ``unmatched``: the default, ``--unmatched``, or a pairing by content."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -50,6 +59,7 @@ class Alignment:
                 for side, groups in self.duplicates.items()
             },
             "notes": self.notes,
+            "unmatched": {"policy": self.unmatched, "set_by": self.unmatched_set_by},
         }
 
 
@@ -84,6 +94,33 @@ def _differences(
     return hard, soft
 
 
+_ROLLEVAL_GRADERS = ("math", "mcq", "short_answer")
+
+
+def grader_fix(baseline: ProblemFrame, candidate: ProblemFrame) -> str:
+    """How to give two sides one grader: re-import with ``--regrade`` a side that kept its
+    source harness's verdicts (the command, with its format and source), else regrade.
+
+    A verdict across two graders would measure the graders as well as the models (TraceLens:
+    a different ruler is a different measurement), so compare never overrides the check."""
+    graders = [str(fr.settings.get("grader_identity") or "") for fr in (baseline, candidate)]
+    ours = [g.partition("@")[0] for g in graders if g.partition("@")[0] in _ROLLEVAL_GRADERS]
+    kind = ours[0] if ours else "TYPE"
+    steps = []
+    for side, fr in (("baseline", baseline), ("candidate", candidate)):
+        if fr.imported is not None:
+            fmt, src = fr.imported
+            steps.append(
+                f"re-import the {side} with `rolleval import {fmt} {shlex.quote(src)} --out NEW "
+                f"--regrade {kind}`"
+            )
+    why = "a verdict across two graders would measure the graders too; give both sides one grader"
+    if not steps:
+        return f"{why}: regrade both runs with the same rolleval (`rolleval regrade RUN`)"
+    types = "" if ours else f" (TYPE: {', '.join(_ROLLEVAL_GRADERS)})"
+    return f"{why}: {' and '.join(steps)}{types}"
+
+
 def align_frames(
     baseline: ProblemFrame,
     candidate: ProblemFrame,
@@ -104,7 +141,7 @@ def align_frames(
         fix = (
             "set the same policy in both runs' task settings and recompute (`rolleval report RUN`)"
             if policy
-            else "regrade both runs with the same rolleval (`rolleval regrade RUN`) so they share a grader"
+            else grader_fix(baseline, candidate)
         )
         raise UsageError(f"task {task!r}: runs are not comparable ({'; '.join(hard)}); {fix}")
     by: Literal["content_hash", "id"]
@@ -174,6 +211,7 @@ def align_frames(
         excluded,
         notes,
         duplicates,
+        unmatched,
     )
 
 

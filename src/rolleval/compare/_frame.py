@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -127,6 +128,8 @@ class ProblemFrame:
     run_id: str | None = None
     model: str | None = None
     run_status: str | None = None
+    imported: tuple[str, str] | None = None
+    """``(format, source)`` of an import that kept its source's verdicts (no ``--regrade``)."""
 
     def __post_init__(self) -> None:
         zeros = np.zeros(len(self.ids), dtype=np.int64)
@@ -251,8 +254,17 @@ def frame_from_table(
     )
 
 
+def _source_verdicts(manifest: Mapping[str, Any]) -> tuple[str, str] | None:
+    """``(format, source)`` when the run is an import judged by its source's own grader."""
+    imp = manifest.get("import")
+    if not isinstance(imp, dict) or imp.get("correctness") != "source":
+        return None
+    return str(imp.get("format") or "FORMAT"), str(imp.get("source") or "SOURCE")
+
+
 def frames_from_run(path: str | os.PathLike[str]) -> dict[str, ProblemFrame]:
     run = RunDir.open(path)
+    imported = _source_verdicts(run.manifest)
     out: dict[str, ProblemFrame] = {}
     with collect_warnings():
         for tf in run.tasks():
@@ -267,6 +279,7 @@ def frames_from_run(path: str | os.PathLike[str]) -> dict[str, ProblemFrame]:
                 model=(run.manifest.get("config") or {}).get("model"),
                 run_status=run.manifest.get("status"),
             )
+            out[tf.name].imported = imported
     return out
 
 

@@ -199,7 +199,7 @@ def gate_run(
     rng: int | np.random.Generator | None = 0,
     power: float = 0.8,
     confidence_level: float | None = None,
-    unmatched: Literal["error", "exclude"] = "error",
+    unmatched: Literal["error", "exclude"] | None = None,
     observe: bool = False,
     allow_incomplete: bool = False,
     tasks: list[str] | None = None,
@@ -208,7 +208,9 @@ def gate_run(
     """Decide whether ``run`` may replace ``baseline`` under ``policy``.
 
     Tasks pair as in :func:`~rolleval.compare.compare_runs` (by name, ``task_map``, or by
-    content); the outcome's ``changed`` lists the recorded settings that differ."""
+    content), and ``unmatched`` is as there (``None``: problems a task paired by content does
+    not share are left out, others refuse); the outcome's ``changed`` lists the recorded
+    settings that differ."""
     policy = policy or DEFAULT_POLICY
     alpha = float(policy.get("alpha", 0.05))
     from ._seqruns import refuse_sequential

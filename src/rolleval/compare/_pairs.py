@@ -10,7 +10,7 @@ says how, with its matched count. :func:`pair_tasks` is pure: frames in, pairs o
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -20,6 +20,12 @@ from ._frame import ProblemFrame
 __all__ = ["TaskPair", "pair_tasks", "parse_task_map"]
 
 PairedBy = Literal["name", "content", "map"]
+
+_LEFT_OUT_WORDS = {
+    "only_in_baseline": "only in the baseline",
+    "only_in_candidate": "only in the candidate",
+    "changed_content": "changed (one id, other content on each side)",
+}
 
 
 @dataclass(frozen=True)
@@ -44,6 +50,20 @@ class TaskPair:
             counts += f" (the candidate has {self.candidate_problems})"
         how = "paired by --task-map; " if self.by == "map" else ""
         return f"{self.baseline} ~ {self.candidate}: {how}{counts}"
+
+    def left_out_note(self, excluded: Mapping[str, Sequence[str]]) -> str | None:
+        """The pairing note with the problems left out of the comparison, by reason:
+        ``a ~ b: 40 of 100 problems matched by content (the candidate has 40); 60 only in
+        the baseline left out``. ``None`` for a pair by name."""
+        note = self.note
+        if note is None or not excluded:
+            return note
+        parts = [
+            f"{len(ids)} {_LEFT_OUT_WORDS.get(reason, reason.replace('_', ' '))}"
+            for reason, ids in excluded.items()
+            if ids
+        ]
+        return f"{note}; {' and '.join(parts)} left out" if parts else note
 
     def to_dict(self) -> dict[str, object]:
         return {

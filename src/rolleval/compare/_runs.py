@@ -18,7 +18,7 @@ import numpy as np
 
 from .._report._build import THOUGHT_HEALTH, pooled_rate
 from ..errors import EXIT_INCONCLUSIVE, EXIT_NEGATIVE, EXIT_OK, UsageError
-from ._align import Alignment, align_frames
+from ._align import Alignment, UnmatchedSetBy, align_frames
 from ._changed import WhatChanged, side_record, what_changed
 from ._common_k import COMMON_K_METRICS, common_k_values
 from ._evidence import check_complete, drop_accounting, refuse_incomplete, unjudged_bound
@@ -86,7 +86,7 @@ class TaskComparison:
         return {
             "task": self.task,
             "candidate_task": self.pair.candidate if self.pair else self.task,
-            "pairing": self.pair.to_dict() if self.pair else None,
+            "pairing": self._pairing(),
             "metric": self.metric,
             **self.comparison.to_dict(),
             "better": "higher" if metric_direction(self.metric) > 0 else "lower",
@@ -98,6 +98,17 @@ class TaskComparison:
             "health": self.health,
             "self_consistency": self.self_consistency,
             "movers": self.movers,
+        }
+
+    def _pairing(self) -> dict[str, Any] | None:
+        """How the tasks were paired, with the problems left out by reason (counts)."""
+        if self.pair is None:
+            return None
+        left_out = self.alignment.excluded if self.alignment.unmatched == "exclude" else {}
+        return {
+            **self.pair.to_dict(),
+            "left_out": {k: len(v) for k, v in left_out.items()},
+            "note": self.pair.left_out_note(left_out),
         }
 
 
@@ -178,6 +189,25 @@ def _metric_values(fr: ProblemFrame, pos: np.ndarray, metric: str) -> np.ndarray
     return fr.value(metric)[pos]
 
 
+def unmatched_policy(
+    unmatched: Literal["error", "exclude"] | None, pair: TaskPair | None
+) -> tuple[Literal["error", "exclude"], UnmatchedSetBy]:
+    """What to do with problems that do not match, and who chose it.
+
+    The user's ``--unmatched`` wins. Otherwise tasks paired by content leave their
+    unmatched problems out: the pairing itself defines the comparison as the problems both
+    sides hold (harnesses run different subsets of one benchmark), and which problems a
+    harness ran was fixed before any rollout, so leaving the others out selects nothing by
+    outcome. Tasks paired by name or by ``--task-map`` refuse (exit 2): the user expects one
+    problem set there, and a problem on one side only says the data or a ``--limit`` changed.
+    """
+    if unmatched is not None:
+        return unmatched, "--unmatched"
+    if pair is not None and pair.by == "content":
+        return "exclude", "content pairing"
+    return "error", "default"
+
+
 def compare_frames(
     baseline: ProblemFrame,
     candidate: ProblemFrame,
@@ -189,7 +219,7 @@ def compare_frames(
     n_resamples: int = 10_000,
     rng: int | np.random.Generator | None = 0,
     power: float = 0.8,
-    unmatched: Literal["error", "exclude"] = "error",
+    unmatched: Literal["error", "exclude"] | None = None,
     require_provenance: bool = False,
     top: int = 10,
     run_variance: float = 0.0,
@@ -197,19 +227,22 @@ def compare_frames(
 ) -> TaskComparison:
     """Compare one task of two runs on one metric (see :func:`compare_runs`).
 
-    ``run_variance``: what run-level shocks add to the variance of the effect
-    (:attr:`PairedInput.run_variance`); 0 = the problem-level test alone."""
+    ``unmatched`` (``None``: by pairing, :func:`unmatched_policy`) decides what happens to
+    problems that do not match. ``run_variance``: what run-level shocks add to the variance
+    of the effect (:attr:`PairedInput.run_variance`); 0 = the problem-level test alone."""
     metric = canonical_metric(metric)
+    policy, set_by = unmatched_policy(unmatched, pair)
     try:
         al = align_frames(
-            baseline, candidate, unmatched=unmatched, require_provenance=require_provenance
+            baseline, candidate, unmatched=policy, require_provenance=require_provenance
         )
     except UsageError as exc:
         if pair is None or pair.note is None:
             raise
         raise UsageError(f"{pair.note}; {exc}") from None
+    al.unmatched_set_by = set_by
     if pair is not None and pair.note:
-        al.notes.insert(0, pair.note)
+        al.notes.insert(0, pair.left_out_note(al.excluded) or pair.note)
     tau = default_threshold(metric) if threshold is None else threshold
     direction = metric_direction(metric)
     pb, pc = al.pos_baseline, al.pos_candidate
@@ -436,7 +469,7 @@ def compare_runs(
     rng: int | np.random.Generator | None = 0,
     power: float = 0.8,
     tasks: list[str] | None = None,
-    unmatched: Literal["error", "exclude"] = "error",
+    unmatched: Literal["error", "exclude"] | None = None,
     require_provenance: bool = False,
     observe: bool = False,
     allow_incomplete: bool = False,
@@ -456,6 +489,11 @@ def compare_runs(
     explicitly, and a baseline task with no counterpart of its name pairs with the candidate
     task whose problems match its own by content hash (the result says so). The result's
     ``changed`` lists the recorded settings that differ between the sides.
+
+    ``unmatched``: problems that changed content or exist on one side only. ``"error"``
+    refuses (exit 2), ``"exclude"`` leaves them out and lists them; ``None`` (the default)
+    leaves them out of tasks paired by content and refuses for the others
+    (:func:`unmatched_policy`).
 
     ``run_noise``: the endpoint's run-level variance of one run's mean per task (a mapping,
     or a file from :func:`save_run_noise`), measured from A/A replicates. Each side is one

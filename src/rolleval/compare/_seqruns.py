@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from ..errors import DataError, UsageError
 from ..records import SequentialDesign
 from ..rundir._store import RunDir, collect_warnings
 from ..stats import betting_cs
+from ._changed import WhatChanged, side_record, what_changed
 from ._frame import load_frames
 from ._sequential import SEQUENTIAL_DESIGN, sequential_overall, sequential_verdict, stopped_line
 
@@ -65,12 +66,15 @@ class SequentialCompareResult:
     verdicts: dict[str, str]
     verdict: str
     exit_code: int
+    changed: WhatChanged | None = field(default=None)
+    """What changed between the two sides' recorded settings (beside what moved)."""
 
     def to_dict(self) -> dict[str, Any]:
         tasks = self.design["tasks"]
         return {
             "baseline": self.baseline,
             "candidate": self.candidate,
+            "what_changed": self.changed.to_dict() if self.changed else None,
             "method": f"{SEQUENTIAL_DESIGN}: {self.design['method']}",
             "design": SEQUENTIAL_DESIGN,
             "metric": self.design["metric"],
@@ -129,6 +133,11 @@ def compare_sequential_run(
     for name, task in design.tasks.items():
         verdicts[name] = _replay(name, task, base_frames, cand_frames, design, candidate)
     overall, code = sequential_overall(verdicts)
+    changed = what_changed(
+        side_record(baseline, {t: fr.settings for t, fr in base_frames.items()}),
+        side_record(candidate, {t: fr.settings for t, fr in cand_frames.items()}),
+        [(name, name) for name in design.tasks],
+    )
     return SequentialCompareResult(
         baseline=str(baseline),
         candidate=str(candidate),
@@ -136,6 +145,7 @@ def compare_sequential_run(
         verdicts=verdicts,
         verdict=overall,
         exit_code=code,
+        changed=changed,
     )
 
 
