@@ -54,8 +54,11 @@ def test_run_variance_widens_by_the_design_effect_and_can_remove_a_regression() 
     assert wide.ci_high == pytest.approx(
         plain.effect + lam * (plain.ci_high - plain.effect), rel=1e-12
     )
-    expected_p = 2 * sps.norm.sf(sps.norm.isf(plain.pvalue / 2) / lam)
+    # the effect's score on the total SE (the sign-flip p-value is at its randomized floor
+    # 1/2001 here: its normal score divided by lam gave 0.49)
+    expected_p = 2 * sps.norm.sf(abs(plain.effect) / math.sqrt(plain.se**2 + v))
     assert wide.pvalue == pytest.approx(max(expected_p, plain.pvalue), rel=1e-9)
+    assert wide.run_level_df is None
     # the effect is -0.0375 with a problem-level SE of about 0.004: the widened interval
     # (SE about 0.02) reaches 0, so the same data no longer support a regression
     assert wide.verdict == "inconclusive" and not wide.significant
@@ -89,3 +92,19 @@ def test_small_run_variance_raises_the_planned_problems() -> None:
 def test_bad_run_variance_is_a_usage_error(bad: object) -> None:
     with pytest.raises(UsageError, match="run_variance"):
         paired_compare(_inputs(bad), n_resamples=200)  # type: ignore[arg-type]
+
+
+def test_run_variance_se_refers_to_student_t_with_satterthwaite_df() -> None:
+    plain = paired_compare(_inputs(), n_resamples=2000)
+    v, v_se = 4e-4, 3e-4
+    wide = paired_compare(dataclasses.replace(_inputs(v), run_variance_se=v_se), n_resamples=2000)
+    assert plain.se is not None and plain.ci_low is not None and wide.ci_low is not None
+    total2 = plain.se**2 + v
+    df = total2**2 / (plain.se**4 / 199 + v_se**2 / 2)  # 200 problems
+    assert wide.run_level_df == pytest.approx(df, rel=1e-12)
+    stretch = math.sqrt(total2) / plain.se * sps.t.isf(0.025, df) / sps.norm.isf(0.025)
+    assert wide.ci_low == pytest.approx(plain.effect + stretch * (plain.ci_low - plain.effect))
+    assert wide.pvalue == pytest.approx(2 * sps.t.sf(abs(plain.effect) / math.sqrt(total2), df))
+    assert not wide.pvalue_exact and "Satterthwaite" in wide.method
+    with pytest.raises(UsageError, match="run_variance_se"):
+        paired_compare(dataclasses.replace(_inputs(v), run_variance_se=-1.0), n_resamples=200)

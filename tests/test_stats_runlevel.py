@@ -118,7 +118,7 @@ def test_run_noise_rejects_bad_input(c: object, n: object, match: str) -> None:
         run_noise(c, n)
 
 
-def test_adjustment_is_the_design_effect_on_interval_and_normal_score() -> None:
+def test_adjustment_is_the_design_effect_on_interval_and_the_total_score() -> None:
     effect, lo, hi, p, se, v = -0.03, -0.055, -0.004, 0.02, 0.013, 0.0002
     res = run_level_adjustment(effect, lo, hi, p, se, run_variance=v)
     lam = math.sqrt(se**2 + v) / se
@@ -126,9 +126,34 @@ def test_adjustment_is_the_design_effect_on_interval_and_normal_score() -> None:
     assert res.se == pytest.approx(math.sqrt(se**2 + v), rel=1e-15)
     assert res.ci_low == pytest.approx(effect + lam * (lo - effect), rel=1e-15)
     assert res.ci_high == pytest.approx(effect + lam * (hi - effect), rel=1e-15)
-    z = sps.norm.isf(p / 2)
-    assert res.pvalue == pytest.approx(2 * sps.norm.sf(z / lam), rel=1e-12)
+    assert res.pvalue == pytest.approx(2 * sps.norm.sf(0.03 / math.sqrt(se**2 + v)), rel=1e-12)
     assert res.pvalue > p and res.ci_high > hi and res.ci_low < lo
+
+
+def test_adjustment_p_value_does_not_saturate_at_a_randomized_floor() -> None:
+    # a randomized sign-flip p-value floors at 1/(B+1): its normal score (3.89 for
+    # B = 10,000) divided by a design effect of 3 gave p' = 0.19 for an effect 10 total
+    # SEs from 0; the score on the total SE keeps it significant
+    effect, se, v = -0.30, 0.01, 8e-4
+    floor = 1 / 10_001
+    res = run_level_adjustment(effect, -0.32, -0.28, floor, se, run_variance=v)
+    assert res.inflation == pytest.approx(3.0, rel=1e-12)
+    # 2 * sf(10) is 1.5e-23: p' is the problem-level p-value, its floor
+    assert res.pvalue == floor
+
+
+def test_adjustment_with_df_uses_student_t() -> None:
+    effect, lo, hi, p, se, v, df = -0.03, -0.055, -0.004, 0.02, 0.013, 0.0002, 7.5
+    res = run_level_adjustment(effect, lo, hi, p, se, run_variance=v, df=df)
+    total = math.sqrt(se**2 + v)
+    stretch = total / se * sps.t.isf(0.025, df) / sps.norm.isf(0.025)
+    assert res.ci_low == pytest.approx(effect + stretch * (lo - effect), rel=1e-12)
+    assert res.ci_high == pytest.approx(effect + stretch * (hi - effect), rel=1e-12)
+    assert res.pvalue == pytest.approx(2 * sps.t.sf(0.03 / total, df), rel=1e-12)
+    assert res.df == df
+    # an estimated run variance of 0 still widens by the t quantile
+    zero = run_level_adjustment(effect, lo, hi, p, se, run_variance=0.0, df=df)
+    assert zero.inflation == 1.0 and zero.ci_low < lo and zero.ci_high > hi
 
 
 def test_adjustment_without_run_variance_changes_nothing() -> None:
@@ -162,6 +187,7 @@ def test_adjustment_of_a_degenerate_sample_is_the_run_part_alone() -> None:
         ({"run_variance": math.nan}, "run_variance"),
         ({"confidence_level": 1.0}, "confidence_level"),
         ({"ci_low": math.inf}, "ci_low"),
+        ({"df": 0.0}, "df"),
     ],
 )
 def test_adjustment_rejects_bad_input(kw: dict[str, float], match: str) -> None:

@@ -67,6 +67,25 @@ from ._options import (
     help="Run-noise file from `rolleval noise` (A/A replicates of the endpoint): widen the "
     "interval and p-value by the measured run-level variance.",
 )
+@click.option(
+    "--baseline-replicate",
+    "baseline_replicates",
+    metavar="DIR",
+    multiple=True,
+    type=click.Path(path_type=str),
+    help="Another run of BASELINE's configuration that differs only in the run seed "
+    "(repeatable): pass@1 counts are pooled over the side's runs and its run-level variance "
+    "is measured from them.",
+)
+@click.option(
+    "--candidate-replicate",
+    "candidate_replicates",
+    metavar="DIR",
+    multiple=True,
+    type=click.Path(path_type=str),
+    help="Another run of CANDIDATE's configuration that differs only in the run seed "
+    "(repeatable); as --baseline-replicate.",
+)
 @observe_option
 @allow_incomplete_option
 @output_option
@@ -90,6 +109,8 @@ def compare_cmd(
     observe: bool,
     allow_incomplete: bool,
     run_noise: str | None,
+    baseline_replicates: tuple[str, ...],
+    candidate_replicates: tuple[str, ...],
     output: str | None,
     fmt: str,
 ) -> int:
@@ -105,6 +126,13 @@ def compare_cmd(
     from ..compare._seqruns import compare_sequential_run, sequential_design_of
 
     if sequential_design_of(candidate) is not None:
+        if baseline_replicates or candidate_replicates:
+            from ..errors import UsageError
+
+            raise UsageError(
+                f"{candidate}: a sequential run (--until-decided) is judged by its recorded "
+                "design against its own BASE; drop --baseline-replicate/--candidate-replicate"
+            )
         return _sequential(baseline, candidate, fmt, output, compare_sequential_run)
     res = compare_runs(
         baseline,
@@ -123,6 +151,8 @@ def compare_cmd(
         allow_incomplete=allow_incomplete,
         run_noise=run_noise,
         task_map=list(task_map) or None,
+        baseline_replicates=baseline_replicates,
+        candidate_replicates=candidate_replicates,
     )
     will_exit(res.exit_code)
     data = res.to_dict()

@@ -497,10 +497,11 @@ def comparison_blocks(t: dict[str, Any], *, adjusted: str | None = None) -> list
         s = sides.get(side) or {}
         if not s:
             continue
+        pooled = f", {s['runs']} runs pooled" if (s.get("runs") or 1) > 1 else ""
         srows.append(
             [
                 side,
-                s.get("label") or f"{s.get('kind')} {s.get('run_id') or ''}".strip(),
+                (s.get("label") or f"{s.get('kind')} {s.get('run_id') or ''}".strip()) + pooled,
                 f"{s.get('problems')} ({s.get('matched_problems')} matched)",
                 f"{s.get('correct_rollouts', 'N/A')}/{s.get('gradable_rollouts')}/{s.get('requested_rollouts')}",
                 str(s.get("missing_rollouts", 0)),
@@ -514,6 +515,7 @@ def comparison_blocks(t: dict[str, Any], *, adjusted: str | None = None) -> list
                 left=2,
             )
         )
+    out += run_level_blocks(t.get("run_level"))
     sc = t.get("self_consistency")
     if sc:
         out.append(
@@ -556,6 +558,64 @@ def comparison_blocks(t: dict[str, Any], *, adjusted: str | None = None) -> list
         method.append(t["power_note"])
     out.append(Details("method", [Para(m) for m in method]))
     return out
+
+
+def _side_noise_row(role: str, s: dict[str, Any]) -> list[str]:
+    m = s.get("measured")
+    if m is None:
+        figures = ["N/A (one run)" if s["n_runs"] < 2 else "N/A (not measurable)", "N/A", "N/A"]
+    else:
+        ratio = "N/A (no problem between 0 and 1)" if m["ratio"] is None else f"{m['ratio']:.2f}"
+        figures = [ratio, _p(m["pvalue"]), f"{m['run_variance_upper']:.3g}"]
+    return [role, s.get("source") or "none", str(s["n_runs"]), *figures, _p(s.get("variance"))]
+
+
+def run_level_blocks(run_level: dict[str, Any] | None) -> list[Block]:
+    """A comparison's run-level variance from replicate runs (``RunLevel.to_dict()``): per
+    side the runs, the variance ratio and chi-square p-value of its own runs, the upper
+    bound, the ``v`` used and its source; then the variance it adds to the effect."""
+    if not run_level:
+        return []
+    level = None
+    for role in ("baseline", "candidate"):
+        m = run_level[role].get("measured")
+        level = level or (m and m.get("confidence_level"))
+    rows = [_side_noise_row(role, run_level[role]) for role in ("baseline", "candidate")]
+    b, c = run_level["baseline"], run_level["candidate"]
+    parts = " + ".join(f"{_p(s['variance'])}/{s['n_runs']}" for s in (b, c))
+    return [
+        Table(
+            [
+                "run level",
+                "source of v",
+                "runs",
+                "variance ratio",
+                "chi2 p",
+                f"upper {_num_g(level) if level else '0.95'} v",
+                "v used",
+            ],
+            rows,
+            left=2,
+        ),
+        Para(
+            f"run-level variance of the effect v_baseline/k_baseline + v_candidate/k_candidate "
+            f"= {parts} = {run_level['run_variance']:.3g}"
+        ),
+    ]
+
+
+def replicate_blocks(replicates: dict[str, Any] | None) -> list[Block]:
+    """The runs of each side when replicate runs were given (``SideRuns.to_dict()`` by
+    side): ``baseline: 3 runs (seeds 0, 1, 2): <label> with replicates b1, b2``."""
+    if not replicates:
+        return []
+    lines = []
+    for role in ("baseline", "candidate"):
+        s = replicates[role]
+        more = [r.rstrip("/").rsplit("/", 1)[-1] for r in s["runs"][1:]]
+        tail = f" with replicates {', '.join(more)}" if more else ""
+        lines.append(f"{role}: {s['summary']}: {s['label']}{tail}")
+    return [Title("runs per side", 2), Bullets(lines)]
 
 
 def changed_blocks(changed: dict[str, Any] | None) -> list[Block]:
@@ -630,6 +690,7 @@ def compare_doc(result: dict[str, Any]) -> list[Block]:
     for task, why in result.get("skipped_tasks", {}).items():
         out.append(Para(f"task {task}: skipped ({why})"))
     out += changed_blocks(result.get("what_changed"))
+    out += replicate_blocks(result.get("replicates"))
     for t in result["tasks"]:
         out += comparison_blocks(t, adjusted=result.get("adjusted_verdicts", {}).get(t["task"]))
     notes = [f"timeouts: {result.get('timeouts', 'counted as failures')}"]

@@ -93,6 +93,10 @@ class PairedInput:
         for run-level variances ``v`` of one run's mean and ``k`` replicate runs per side
         (:func:`rolleval.stats.run_noise` measures ``v`` from A/A replicates). 0 = the
         problems of a run are independent (the assumption of the problem-level test).
+    run_variance_se : float, default 0.0
+        Standard error of ``run_variance`` as an estimate (from few replicate runs); the
+        widened interval and p-value then refer to Student t with Satterthwaite degrees of
+        freedom (see :func:`paired_compare`). 0 = ``run_variance`` is treated as known.
     """
 
     baseline: np.ndarray
@@ -105,6 +109,7 @@ class PairedInput:
     value_range: tuple[float, float] | None = None
     clusters: Sequence[Any] | None = None
     run_variance: float = 0.0
+    run_variance_se: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -179,6 +184,9 @@ class Comparison:
         (``inp.run_variance``; 0 = the problem-level test alone).
     inflation : float
         ``se / se_problems``: how much the run-level variance widened the SE (1 without).
+    run_level_df : float or None
+        Satterthwaite degrees of freedom of the widened SE when the run-level variance is
+        an estimate (``inp.run_variance_se > 0``); None: normal reference.
     """
 
     verdict: ComparisonVerdict
@@ -214,6 +222,7 @@ class Comparison:
     reason: str
     run_variance: float = 0.0
     inflation: float = 1.0
+    run_level_df: float | None = None
 
     @property
     def label(self) -> str:
@@ -258,6 +267,7 @@ class _CompareArgs(NamedTuple):
     clusters: np.ndarray | None  # cluster position of each kept problem, or None
     n_clusters: int | None
     run_variance: float  # added to Var(effect) by run-level shocks (0 = none)
+    run_variance_se: float  # its standard error as an estimate (0 = known)
 
 
 def _values(x: object, name: str) -> np.ndarray:
@@ -391,6 +401,11 @@ def _validate_paired_compare(
     rv = inp.run_variance
     if not is_real(rv) or not math.isfinite(rv) or rv < 0:
         raise UsageError(f"`inp.run_variance` must be a finite number >= 0; got {describe(rv)}")
+    rv_se = inp.run_variance_se
+    if not is_real(rv_se) or not math.isfinite(rv_se) or rv_se < 0:
+        raise UsageError(
+            f"`inp.run_variance_se` must be a finite number >= 0; got {describe(rv_se)}"
+        )
     keep = np.isfinite(baseline) & np.isfinite(candidate)
     if counts is not None:
         counts = _Counts(*(a[keep] for a in counts))
@@ -422,6 +437,7 @@ def _validate_paired_compare(
         clusters=clusters,
         n_clusters=n_clusters,
         run_variance=float(rv),
+        run_variance_se=float(rv_se),
     )
 
 
@@ -575,8 +591,8 @@ def _power(
         if room <= 0:
             notes.append(
                 "the run-level variance alone keeps the MDE above the threshold: no number of "
-                "problems or rollouts in one run per side reaches it; compare replicate runs "
-                "per side or reduce the endpoint's run-level noise"
+                "problems or rollouts per run reaches it with these runs per side; compare "
+                "(more) replicate runs per side or reduce the endpoint's run-level noise"
             )
             return _Power(mde, None, None, "; ".join(notes), path)
         tau_plan = math.sqrt(room)
@@ -708,6 +724,17 @@ def _explain(
         f"no significant change ({why}) and {ci} reaches beyond +-{tau:g}: "
         "neither a regression nor equivalence is shown"
     )
+
+
+def _satterthwaite(se: float, args: _CompareArgs, n_units: int) -> float:
+    """Degrees of freedom of ``se_total^2 = se^2 + run_variance`` (Satterthwaite 1946):
+    ``se_total^4 / (se^4 / (units - 1) + run_variance_se^2 / 2)``; inf when the run-level
+    variance is known (``run_variance_se = 0``)."""
+    total2 = se * se + args.run_variance
+    if args.run_variance_se == 0 or total2 == 0:
+        return math.inf
+    problem_part = se**4 / (n_units - 1) if n_units >= 2 else 0.0
+    return total2 * total2 / (problem_part + args.run_variance_se**2 / 2.0)
 
 
 def paired_compare(
@@ -972,8 +999,10 @@ def paired_compare(
     else:
         ci_low = ci_high = None
         excludes = False
-    se_problems, pvalue, inflation = se, test.pvalue, 1.0
-    if args.run_variance > 0 and ci_low is not None and ci_high is not None and se is not None:
+    se_problems, pvalue, inflation, run_df = se, test.pvalue, 1.0, None
+    run_level = args.run_variance > 0 or args.run_variance_se > 0
+    if run_level and ci_low is not None and ci_high is not None and se is not None:
+        df = _satterthwaite(se, args, n_units)
         adj = run_level_adjustment(
             effect,
             ci_low,
@@ -982,12 +1011,16 @@ def paired_compare(
             se,
             run_variance=args.run_variance,
             confidence_level=args.confidence_level,
+            df=df,
         )
         ci_low, ci_high, pvalue, se, inflation = adj
+        run_df = None if math.isinf(df) else df
         excludes = _excludes_zero(ci_low, ci_high, float(np.max(np.abs(d))))
         method += (
             f"; interval and p-value widened by a run-level variance of the effect of "
-            f"{args.run_variance:.4g} (design effect {inflation:.4g} on the SE)"
+            f"{args.run_variance:.4g} (design effect {inflation:.4g} on the SE"
+            + ("" if run_df is None else f"; Student t, {run_df:.3g} Satterthwaite df")
+            + ")"
         )
     significant = bool(excludes and pvalue <= args.alpha)
     bound = _exact_bound(d, args) if t >= 2 else None
@@ -1055,7 +1088,7 @@ def paired_compare(
         bound_low=None if bound is None else bound.low,
         bound_high=None if bound is None else bound.high,
         pvalue=pvalue,
-        pvalue_exact=test.exact and args.run_variance == 0,
+        pvalue_exact=test.exact and not run_level,
         se=se,
         mde=plan.mde,
         needed_problems=plan.needed_problems,
@@ -1067,5 +1100,6 @@ def paired_compare(
         reason=reason,
         run_variance=args.run_variance,
         inflation=inflation,
+        run_level_df=run_df,
         **common,
     )

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -32,6 +32,14 @@ from ._frame import (
 from ._movers import problem_movers
 from ._paired import Comparison, PairedInput, paired_compare
 from ._pairs import TaskPair, pair_tasks, parse_task_map
+from ._replicates import (
+    ReplicateCounts,
+    RunLevel,
+    SideRuns,
+    load_side,
+    pool_task,
+    refuse_metric,
+)
 from ._rule import ComparisonVerdict, verdict_exit_code, verdict_label
 from ._verdict import gate_decision
 
@@ -39,6 +47,7 @@ __all__ = [
     "CompareResult",
     "TaskComparison",
     "compare_frames",
+    "compare_replicate_frames",
     "compare_runs",
     "decide_overall",
     "default_threshold",
@@ -81,6 +90,9 @@ class TaskComparison:
     forced_inconclusive: bool = False
     pair: TaskPair | None = None
     """How the candidate's task was paired with this baseline task (``None``: by name)."""
+    run_level: RunLevel | None = None
+    """The run-level variance from replicate runs and where it comes from (``None``: one
+    run per side)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -98,6 +110,7 @@ class TaskComparison:
             "health": self.health,
             "self_consistency": self.self_consistency,
             "movers": self.movers,
+            "run_level": self.run_level.to_dict() if self.run_level else None,
         }
 
     def _pairing(self) -> dict[str, Any] | None:
@@ -128,12 +141,17 @@ class CompareResult:
     observe: bool = False
     changed: WhatChanged | None = None
     """What changed between the two sides' recorded settings (beside what moved)."""
+    replicates: tuple[SideRuns, SideRuns] | None = None
+    """Both sides' runs when replicate runs were given (``None``: one run per side)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "baseline": self.baseline,
             "candidate": self.candidate,
             "what_changed": self.changed.to_dict() if self.changed else None,
+            "replicates": (
+                {s.role: s.to_dict() for s in self.replicates} if self.replicates else None
+            ),
             "metric": self.metric,
             "unit": "problem",
             "verdict": self.verdict,
@@ -224,12 +242,16 @@ def compare_frames(
     top: int = 10,
     run_variance: float = 0.0,
     pair: TaskPair | None = None,
+    replicates: ReplicateCounts | None = None,
 ) -> TaskComparison:
     """Compare one task of two runs on one metric (see :func:`compare_runs`).
 
     ``unmatched`` (``None``: by pairing, :func:`unmatched_policy`) decides what happens to
     problems that do not match. ``run_variance``: what run-level shocks add to the variance
-    of the effect (:attr:`PairedInput.run_variance`); 0 = the problem-level test alone."""
+    of the effect (:attr:`PairedInput.run_variance`); 0 = the problem-level test alone.
+    ``replicates`` (frames pooled over replicate runs, :func:`compare_replicate_frames`): the
+    run-level variance is then resolved from the per-run counts over the aligned problems
+    and replaces ``run_variance``."""
     metric = canonical_metric(metric)
     policy, set_by = unmatched_policy(unmatched, pair)
     try:
@@ -246,6 +268,9 @@ def compare_frames(
     tau = default_threshold(metric) if threshold is None else threshold
     direction = metric_direction(metric)
     pb, pc = al.pos_baseline, al.pos_candidate
+    run_level = replicates.resolve(pb, pc) if replicates is not None else None
+    if run_level is not None:
+        run_variance = run_level.run_variance
     if metric in COMMON_K_METRICS:
         vb, vc, common_k = common_k_values(baseline, candidate, pb, pc, metric)
         al.notes.append(common_k["note"])
@@ -265,6 +290,7 @@ def compare_frames(
         value_range=(0.0, 1.0) if _is_rate(metric) else None,
         clusters=clusters if any(c is not None for c in clusters) else None,
         run_variance=run_variance,
+        run_variance_se=run_level.run_variance_se if run_level is not None else 0.0,
     )
     stats: dict[str, Any] = {
         "alpha": alpha,
@@ -333,7 +359,30 @@ def compare_frames(
         warnings=warnings + thought_warning(health),
         forced_inconclusive=why is not None,
         pair=pair if pair is not None and pair.by != "name" else None,
+        run_level=run_level,
     )
+
+
+def compare_replicate_frames(
+    baseline: Sequence[ProblemFrame],
+    candidate: Sequence[ProblemFrame],
+    *,
+    file_variance: float | None = None,
+    **options: Any,
+) -> TaskComparison:
+    """Compare one task of several runs per side (the first run of each side first).
+
+    Each side's correct and scored rollouts are pooled over its runs (:func:`pool_task`),
+    the pooled frames are compared as by :func:`compare_frames` (``options``), and the
+    interval and p-value include ``v_baseline / k_baseline + v_candidate / k_candidate``
+    (:meth:`ReplicateCounts.resolve`; ``file_variance``: a run-noise file's ``v`` for a
+    side of one run). pass@1 only."""
+    refuse_metric(canonical_metric(options.get("metric", "pass@1")), [*baseline, *candidate])
+    pb, pc = pool_task(baseline), pool_task(candidate)
+    counts = ReplicateCounts(pb.c, pb.n, pc.c, pc.n, file_variance)
+    tc = compare_frames(pb.frame, pc.frame, replicates=counts, **options)
+    tc.sides["baseline"]["runs"], tc.sides["candidate"]["runs"] = len(baseline), len(candidate)
+    return tc
 
 
 def _noise_by_task(
@@ -475,6 +524,8 @@ def compare_runs(
     allow_incomplete: bool = False,
     run_noise: str | os.PathLike[str] | Mapping[str, float] | None = None,
     task_map: Mapping[str, str] | list[str] | None = None,
+    baseline_replicates: Sequence[str | os.PathLike[str]] = (),
+    candidate_replicates: Sequence[str | os.PathLike[str]] = (),
 ) -> CompareResult:
     """Compare a candidate run with a baseline (run directory or baseline file), task by task.
 
@@ -500,6 +551,14 @@ def compare_runs(
     run, so the effect's variance gains twice it (:attr:`PairedInput.run_variance`).
     Without it the result's ``reasons`` say what the problem-level test assumes
     (:data:`VALIDITY_NOTE`).
+
+    ``baseline_replicates``/``candidate_replicates``: more runs of a side's configuration
+    that differ only in the run seed (refused otherwise, ``UsageError``). Each side's
+    pass@1 counts are pooled over its runs and the effect's variance gains
+    ``v_baseline / k_baseline + v_candidate / k_candidate``, each ``v`` measured from the
+    side's own runs (:func:`compare_replicate_frames`); a side of one run takes ``v`` from
+    ``run_noise`` when given, else from the other side. The result's ``replicates`` and
+    each task's ``run_level`` say which.
     """
     noise = _noise_by_task(run_noise)
     metric = canonical_metric(metric)
@@ -512,6 +571,13 @@ def compare_runs(
     )
     by_baseline = load_frames(baseline)
     by_candidate = load_frames(candidate)
+    sides = None
+    if baseline_replicates or candidate_replicates:
+        refuse_metric(metric, [])
+        sides = (
+            load_side("baseline", baseline, baseline_replicates, first_frames=by_baseline),
+            load_side("candidate", candidate, candidate_replicates, first_frames=by_candidate),
+        )
     pairs = pair_tasks(
         by_baseline,
         by_candidate,
@@ -525,6 +591,10 @@ def compare_runs(
             {p.candidate: by_candidate[p.candidate] for p in pairs}, candidate, "candidate"
         ),
     ]
+    for side in sides or ():
+        names = [p.baseline if side.role == "baseline" else p.candidate for p in pairs]
+        for path, frames in zip(side.paths[1:], side.frames[1:]):
+            incomplete += check_complete({t: frames[t] for t in names}, path, side.role)
     if not allow_incomplete:
         refuse_incomplete(incomplete)
     skipped, reasons = _unpaired(by_baseline, by_candidate, pairs, named=bool(tasks))
@@ -536,6 +606,25 @@ def compare_runs(
         )
     results = []
     for pair in pairs:
+        if sides is not None:
+            results.append(
+                compare_replicate_frames(
+                    [f[pair.baseline] for f in sides[0].frames],
+                    [f[pair.candidate] for f in sides[1].frames],
+                    file_variance=noise.get(pair.baseline) if noise is not None else None,
+                    metric=metric,
+                    threshold=threshold,
+                    alpha=alpha,
+                    confidence_level=confidence_level,
+                    n_resamples=n_resamples,
+                    rng=rng,
+                    power=power,
+                    unmatched=unmatched,
+                    require_provenance=require_provenance,
+                    pair=pair,
+                )
+            )
+            continue
         tc = compare_frames(
             by_baseline[pair.baseline],
             by_candidate[pair.candidate],
@@ -552,7 +641,10 @@ def compare_runs(
             run_variance=2.0 * noise.get(pair.baseline, 0.0) if noise is not None else 0.0,
         )
         results.append(tc)
-    reasons.extend(_noise_notes(noise, [p.baseline for p in pairs]))
+    if sides is None:
+        reasons.extend(_noise_notes(noise, [p.baseline for p in pairs]))
+    else:
+        reasons.extend(_run_level_notes(results))
     changed = what_changed(
         side_record(baseline, {t: fr.settings for t, fr in by_baseline.items()}),
         side_record(candidate, {t: fr.settings for t, fr in by_candidate.items()}),
@@ -587,7 +679,22 @@ def compare_runs(
         incomplete=incomplete,
         observe=observe,
         changed=changed,
+        replicates=sides,
     )
+
+
+def _run_level_notes(results: list[TaskComparison]) -> list[str]:
+    """Each task's run-level notes (replicate runs), and :data:`VALIDITY_NOTE` when a task's
+    run-level variance is not known at all."""
+    from ._noise import VALIDITY_NOTE
+
+    notes = []
+    for tc in results:
+        assert tc.run_level is not None
+        notes += [f"{tc.task}: {n}" for n in tc.run_level.notes]
+    if any(tc.run_level is not None and not tc.run_level.known for tc in results):
+        notes.append(VALIDITY_NOTE)
+    return notes
 
 
 def label_sides(comparisons: list[TaskComparison], changed: WhatChanged) -> None:

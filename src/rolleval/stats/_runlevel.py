@@ -204,6 +204,8 @@ class RunLevelAdjustment:
         The widened interval, p-value and standard error.
     inflation : float
         ``se_total / se`` (inf when ``se`` is 0 and the run variance is not).
+    df : float
+        Degrees of freedom of the t reference (``inf``: normal).
     """
 
     ci_low: float
@@ -211,6 +213,7 @@ class RunLevelAdjustment:
     pvalue: float
     se: float
     inflation: float
+    df: float = math.inf
 
     def __iter__(self) -> Iterator[float]:
         return iter((self.ci_low, self.ci_high, self.pvalue, self.se, self.inflation))
@@ -225,30 +228,33 @@ def run_level_adjustment(
     *,
     run_variance: float,
     confidence_level: float = 0.95,
+    df: float = math.inf,
 ) -> RunLevelAdjustment:
     """Widen a problem-level interval and p-value by a run-level variance of the effect.
 
     ``run_variance`` is the variance the run-level shocks add to ``effect`` (for one run
     per side, twice the run-level variance of one run's mean). With
-    ``se_total = sqrt(se^2 + run_variance)`` and ``lam = se_total / se`` (a design
-    effect, as in the first-order Rao-Scott correction):
+    ``se_total = sqrt(se^2 + run_variance)``, ``lam = se_total / se`` (a design effect, as
+    in the first-order Rao-Scott correction), ``z`` the normal and ``q`` the Student t
+    (``df`` degrees of freedom; ``q = z`` for ``df = inf``) quantiles at
+    ``confidence_level``:
 
-    * the interval is stretched about the effect by ``lam``:
-      ``effect + lam * (ci_low - effect)``, ``effect + lam * (ci_high - effect)``;
-    * the p-value's normal score is divided by ``lam``:
-      ``p' = 2 * sf(isf(p / 2) / lam)`` (``p' = p`` when ``run_variance`` is 0).
+    * the interval is stretched about the effect by ``lam * q / z``:
+      ``effect + lam * q / z * (ci_low - effect)``, and so for ``ci_high``;
+    * ``p' = max(p, 2 * t_df.sf(|effect| / se_total))``: the effect's score on the total
+      standard error, never below the problem-level p-value.
 
-    When ``se`` is 0 (every paired difference equal) only the run part is left: the
-    normal interval ``effect -/+ z * sqrt(run_variance)`` at ``confidence_level`` and
-    ``p' = 2 * sf(|effect| / sqrt(run_variance))``.
-
-    The p-value never falls below ``pvalue``.
+    ``df`` (Satterthwaite) accounts for a run-level variance estimated from few runs;
+    ``inf`` treats it as known. With ``run_variance = 0`` and ``df = inf`` nothing changes.
+    When ``se`` is 0 (every paired difference equal) only the run part is left:
+    ``effect -/+ q * sqrt(run_variance)`` and ``p' = 2 * t_df.sf(|effect| / sqrt(run_variance))``.
 
     Raises
     ------
     rolleval.errors.UsageError
         If an input is not finite, ``pvalue`` is outside [0, 1], ``se`` or
-        ``run_variance`` is negative, or ``confidence_level`` is not in (0, 1).
+        ``run_variance`` is negative, ``df`` is not positive, or ``confidence_level`` is
+        not in (0, 1).
 
     References
     ----------
@@ -263,8 +269,8 @@ def run_level_adjustment(
     >>> adj = run_level_adjustment(-0.04, -0.06, -0.02, 0.001, 0.01, run_variance=0.0003)
     >>> round(adj.inflation, 4), round(adj.ci_low, 4), round(adj.ci_high, 4)
     (2.0, -0.08, 0.0)
-    >>> round(adj.pvalue, 3)
-    0.1
+    >>> round(adj.pvalue, 4)   # 2 * norm.sf(0.04 / 0.02)
+    0.0455
     """
     for name, v in (("effect", effect), ("ci_low", ci_low), ("ci_high", ci_high)):
         if not math.isfinite(v):
@@ -277,23 +283,30 @@ def run_level_adjustment(
         raise UsageError(f"run_variance must be finite and >= 0, got {run_variance!r}")
     if not (0.0 < confidence_level < 1.0):
         raise UsageError(f"confidence_level must be in (0, 1), got {confidence_level!r}")
+    if not (isinstance(df, (int, float)) and df > 0):
+        raise UsageError(f"df must be > 0 (inf: normal), got {df!r}")
     from scipy.stats import norm
+    from scipy.stats import t as t_dist
 
-    if run_variance == 0.0:
-        return RunLevelAdjustment(ci_low, ci_high, pvalue, se, 1.0)
     total = math.sqrt(se * se + run_variance)
+    if (run_variance == 0.0 and math.isinf(df)) or total == 0.0:
+        return RunLevelAdjustment(ci_low, ci_high, pvalue, se, 1.0)
+    tail = (1.0 - confidence_level) / 2.0
+    z = float(norm.isf(tail))
+    ref = norm if math.isinf(df) else t_dist(df)
+    q = float(ref.isf(tail))
+    p = float(2.0 * ref.sf(abs(effect) / total))
     if se == 0.0:
-        z = float(norm.isf((1.0 - confidence_level) / 2.0))
-        p = float(2.0 * norm.sf(abs(effect) / total))
         return RunLevelAdjustment(
-            effect - z * total, effect + z * total, min(1.0, p), total, math.inf
+            effect - q * total, effect + q * total, min(1.0, p), total, math.inf, float(df)
         )
     lam = total / se
-    p = float(2.0 * norm.sf(float(norm.isf(pvalue / 2.0)) / lam)) if pvalue > 0 else 0.0
+    stretch = lam * q / z
     return RunLevelAdjustment(
-        effect + lam * (ci_low - effect),
-        effect + lam * (ci_high - effect),
+        effect + stretch * (ci_low - effect),
+        effect + stretch * (ci_high - effect),
         min(1.0, max(p, pvalue)),
         total,
         lam,
+        float(df),
     )

@@ -54,6 +54,7 @@ def write_synthetic_run(
     judgements: bool = True,
     true_rates: np.ndarray | None = None,
     outcome_rng: int | None = None,
+    run_seed: int | None = None,
 ) -> RunDir:
     """Write a synthetic run directory at ``path`` and return it.
 
@@ -67,6 +68,8 @@ def write_synthetic_run(
     ``true_rates`` overrides the Beta draw. Problems (gold answers, true rates) come from
     ``rng``; rollout outcomes from ``outcome_rng`` (default: ``rng``), so two runs with the
     same ``rng`` and different ``outcome_rng`` are two samplings of the same benchmark.
+    ``run_seed`` is the run seed the manifest records (default ``rng``): replicate runs of
+    one benchmark (``compare --baseline-replicate``) record distinct seeds.
     """
     gen = np.random.default_rng(rng)
     p = gen.beta(*beta, size=n_problems)
@@ -79,11 +82,15 @@ def write_synthetic_run(
         run_id += f"-sampling-{outcome_rng}"
     if shift:
         run_id += f"-shift{shift:+g}"
+    if run_seed is not None:
+        run_id += f"-seed-{run_seed}"
     manifest = RunManifest(
         run_id=run_id,
         rolleval_version=__version__,
         status="completed",
-        config=RunSummary(model="synthetic", n_rollouts=n_rollouts, seed=rng),
+        config=RunSummary(
+            model="synthetic", n_rollouts=n_rollouts, seed=rng if run_seed is None else run_seed
+        ),
         provenance={"source": "rolleval.synthetic"},
     )
     ids = [f"{task}/{i:06d}" for i in range(n_problems)]
