@@ -167,7 +167,8 @@ def _health_values(fr: ProblemFrame, pos: np.ndarray, name: str) -> np.ndarray:
     if rate is None:
         return np.full(len(pos), np.nan)
     m = float(den.mean())
-    return num / m + rate * (1.0 - den / m)
+    values: np.ndarray = num / m + rate * (1.0 - den / m)
+    return values
 
 
 def _metric_values(fr: ProblemFrame, pos: np.ndarray, metric: str) -> np.ndarray:
@@ -175,7 +176,8 @@ def _metric_values(fr: ProblemFrame, pos: np.ndarray, metric: str) -> np.ndarray
         if metric not in fr.health:
             raise UsageError(f"{fr.source}: task {fr.task!r} has no health counts for {metric!r}")
         return _health_values(fr, pos, metric)
-    return fr.value(metric)[pos]
+    values: np.ndarray = fr.value(metric)[pos]
+    return values
 
 
 def compare_frames(

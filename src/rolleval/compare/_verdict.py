@@ -87,7 +87,8 @@ def holm(pvalues: object) -> np.ndarray:
     p = _validate_holm(pvalues)
     m = p.size
     if m == 0:
-        return p.copy()
+        empty: np.ndarray = p.copy()
+        return empty
     order = np.argsort(p, kind="stable")
     scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
     adjusted = np.empty(m)
@@ -197,7 +198,9 @@ class GateResult:
         }
 
 
-def _validate_gate_decision(comparisons: object, alpha: object) -> tuple[list, float]:
+def _validate_gate_decision(
+    comparisons: object, alpha: object
+) -> tuple[list[tuple[object, Comparison]], float]:
     alpha_ = check_open_unit(alpha, "alpha")
     if not isinstance(comparisons, Mapping):
         raise UsageError(
