@@ -564,7 +564,7 @@ def compare_html(result: dict[str, Any]) -> str:
 
 
 def gate_html(outcome: dict[str, Any]) -> str:
-    """A gate outcome (``GateOutcome.to_dict()``) as one HTML page."""
+    """A gate outcome (``GateResult.to_dict()``) as one HTML page."""
     comps = outcome.get("comparisons", [])
     banner = _banner(outcome["verdict"], outcome["exit_code"], "rolleval gate", comps)
     facts = gate_doc({**outcome, "what_changed": None})[1:]

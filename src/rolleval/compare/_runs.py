@@ -32,7 +32,7 @@ from ._frame import (
 from ._movers import problem_movers
 from ._paired import Comparison, PairedInput, paired_compare
 from ._pairs import TaskPair, pair_tasks, parse_task_map
-from ._rule import ComparisonVerdict, verdict_exit_code, verdict_label
+from ._rule import ComparisonVerdict, GateVerdict, verdict_exit_code, verdict_label
 from ._verdict import gate_decision
 
 __all__ = [
@@ -65,11 +65,56 @@ def default_threshold(metric: str) -> float:
     )
 
 
-@dataclass
+@dataclass(frozen=True)
 class TaskComparison:
+    """One task of two runs compared on one metric (:func:`compare_frames`).
+
+    ``to_dict()`` is the entry of ``tasks`` in ``rolleval compare --format json`` (the
+    comparison's fields flattened into it). Frozen: a field cannot be reassigned (the dicts
+    and lists it holds are the JSON parts, not copies).
+
+    Attributes
+    ----------
+    task : str
+        The baseline's task name (the candidate's is ``pair.candidate`` when they differ).
+    metric : str
+        The compared metric, canonical name (``"pass@1"``, ``"maj@n"``...).
+    comparison : Comparison
+        The paired comparison of the per-problem values (:func:`paired_compare`): effect,
+        interval, p-value and ``verdict`` (a :data:`ComparisonVerdict`), in the metric's units.
+    alignment : Alignment
+        Which problems of the two sides are the same problem, and the ones left out.
+    sides : dict of str to dict
+        ``"baseline"`` and ``"candidate"``: the side's ``source``, ``kind``, ``run_id``,
+        ``model``, ``run_status``, ``label`` (model and run directory), counts of
+        ``problems`` and ``matched_problems``, and of rollouts over the matched problems
+        (``gradable_rollouts``, ``requested_rollouts``, ``correct_rollouts``,
+        ``missing_rollouts``), its ``denominator_policy`` and ``timeout_policy``.
+    health : dict of str to dict
+        Per health rate both sides have: pooled ``baseline`` and ``candidate`` rates (0-1,
+        None when undefined), ``delta`` (candidate - baseline), ``direction`` and
+        ``definition``. Not gating.
+    self_consistency : dict or None
+        The self-consistency comparison (``verdict``, ``effect``, ``ci_low``, ``ci_high``,
+        ``pvalue``, ``note``) when both sides stored votes; not gating.
+    movers : list of dict
+        The problems that moved most (:func:`problem_movers`), per-problem Fisher tests.
+    problems : dict
+        Problems compared and dropped, by reason (counts and ids), per side.
+    unjudged : dict
+        The worst-case check of rollouts without a score (shares per side, difference,
+        whether it was bounded).
+    warnings : list of str
+        One line each: many problems dropped, a thought running out of budget...
+    forced_inconclusive : bool
+        The verdict was made ``inconclusive`` by the unjudged rollouts' worst case.
+    pair : TaskPair or None
+        How the candidate's task was paired with this baseline task (``None``: by name).
+    """
+
     task: str
     metric: str
-    comparison: Any  # Comparison
+    comparison: Comparison
     alignment: Alignment
     sides: dict[str, dict[str, Any]]
     health: dict[str, dict[str, Any]]
@@ -80,7 +125,6 @@ class TaskComparison:
     warnings: list[str] = field(default_factory=list)
     forced_inconclusive: bool = False
     pair: TaskPair | None = None
-    """How the candidate's task was paired with this baseline task (``None``: by name)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -101,22 +145,59 @@ class TaskComparison:
         }
 
 
-@dataclass
+@dataclass(frozen=True)
 class CompareResult:
+    """Result of :func:`compare_runs`: every task compared, and the overall verdict.
+
+    ``to_dict()`` is what ``rolleval compare --format json`` prints. Frozen: a field cannot
+    be reassigned.
+
+    Attributes
+    ----------
+    baseline, candidate : str
+        The two sides as given (run directory or baseline file).
+    metric : str
+        The compared metric, canonical name.
+    tasks : list of TaskComparison
+        One per paired task, in the baseline's task order.
+    verdict : {"regression", "inconclusive", "pass"}
+        The overall :data:`GateVerdict`: ``"regression"`` when a task's verdict after
+        Holm's adjustment across tasks is a regression; ``"inconclusive"`` when one is
+        inconclusive or lacks evidence, or a baseline task has no counterpart (unless the
+        tasks were named); else ``"pass"``. Computed also under ``observe``.
+    exit_code : int
+        1, 3 or 0 for the verdict; 0 under ``observe``.
+    adjusted_pvalues : dict of str to float or None
+        Holm-adjusted p-value per task (None: no test was run).
+    adjusted_verdicts : dict of str to ComparisonVerdict
+        Per task, its verdict after the adjustment (and the rules of :func:`decide_overall`).
+    skipped_tasks : dict of str to str
+        Tasks of one side only, and why they were not compared.
+    reasons : list of str
+        One sentence each behind the verdict: incomplete sides, the run-level noise
+        assumption, labels kept though Holm removed their significance.
+    incomplete : list of dict
+        The incomplete tasks of either side (``side``, ``source``, ``task``, ``run_status``,
+        ``missing_rollouts``, ``requested_rollouts``), compared under ``allow_incomplete``.
+    observe : bool
+        The exit code is 0 whatever the verdict.
+    changed : WhatChanged or None
+        What changed between the two sides' recorded settings (beside what moved).
+    """
+
     baseline: str
     candidate: str
     metric: str
     tasks: list[TaskComparison]
-    verdict: str
+    verdict: GateVerdict
     exit_code: int
     adjusted_pvalues: dict[str, float | None] = field(default_factory=dict)
-    adjusted_verdicts: dict[str, str] = field(default_factory=dict)
+    adjusted_verdicts: dict[str, ComparisonVerdict] = field(default_factory=dict)
     skipped_tasks: dict[str, str] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
     incomplete: list[dict[str, Any]] = field(default_factory=list)
     observe: bool = False
     changed: WhatChanged | None = None
-    """What changed between the two sides' recorded settings (beside what moved)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -371,7 +452,7 @@ def thought_warning(health: Mapping[str, Mapping[str, Any]]) -> list[str]:
 class Overall:
     """The overall decision over several comparisons (see :func:`decide_overall`)."""
 
-    verdict: Literal["regression", "inconclusive", "pass"]
+    verdict: GateVerdict
     exit_code: int
     verdicts: dict[str, ComparisonVerdict]
     adjusted_pvalues: dict[str, float | None]
