@@ -62,7 +62,7 @@ dt = time.perf_counter() - t
 children = resource.getrusage(resource.RUSAGE_CHILDREN)
 print(json.dumps({"seconds": dt, "cpu_seconds": time.process_time() - c,
                   "worker_cpu_seconds": children.ru_utime + children.ru_stime,
-                  "rollouts": summary["totals"]["rollouts"],
+                  "rollouts": summary.totals["rollouts"],
                   "max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                   "worker_max_rss_mb": children.ru_maxrss / 1024}))
 """

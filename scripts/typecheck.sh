@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Type-check the package with mypy in its default mode (the package ships py.typed).
+# Type-check the package with mypy in strict mode (the package ships py.typed).
 # Settings live in pyproject.toml ([tool.mypy]): files, and the few third-party modules
 # without type information. Extra arguments go to mypy. Exit 0 when there is no error.
 set -euo pipefail

@@ -16,7 +16,7 @@ from scipy.stats import fisher_exact
 
 import rolleval.compare as compare_pkg
 from rolleval.compare import (
-    GateResult,
+    GateDecision,
     PairedInput,
     gate_decision,
     holm,
@@ -101,7 +101,7 @@ def equivalent():
 
 def test_gate_blocks_on_a_regression():
     gate = gate_decision({"pass@1": regression(), "unextracted": equivalent()})
-    assert isinstance(gate, GateResult)
+    assert isinstance(gate, GateDecision)
     assert (gate.verdict, gate.exit_code, gate.method) == ("regression", 1, "holm")
     assert gate.metrics["pass@1"].verdict == "regression"
     assert gate.metrics["unextracted"].verdict == "equivalent_within_threshold"
@@ -285,8 +285,8 @@ def test_movers_validation(args, kwargs, name):
 
 CORE_NAMES = [
     "Comparison",
+    "GateDecision",
     "GateMetric",
-    "GateResult",
     "PairedInput",
     "gate_decision",
     "holm",
@@ -302,7 +302,7 @@ def test_core_names_are_exported_from_the_package():
         assert getattr(compare_pkg, name).__module__ == "rolleval.compare"
 
 
-@pytest.mark.parametrize("name", ["Comparison", "GateMetric", "GateResult", "PairedInput"])
+@pytest.mark.parametrize("name", ["Comparison", "GateMetric", "GateDecision", "PairedInput"])
 def test_results_are_frozen_dataclasses(name):
     cls = getattr(compare_pkg, name)
     assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen

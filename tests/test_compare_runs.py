@@ -175,10 +175,11 @@ def test_gate_default_policy_and_health_limits(tmp_path):
 
 def test_plan_reports_sizes(tmp_path):
     b, c = synthetic_pair(tmp_path, n_problems=100)
-    one = plan_runs(b, effect=0.05)["tasks"]["synthetic_math"]
-    assert one["status"] == "ok" and one["required_problems"] >= 1 and 0 < one["mde_current"] < 1
-    two = plan_runs(b, c, effect=0.05)["tasks"]["synthetic_math"]
-    assert two["status"] == "ok"
+    one = plan_runs(b, effect=0.05).tasks["synthetic_math"]
+    assert one.status == "ok" and one.required_problems is not None and one.mde_current is not None
+    assert one.required_problems >= 1 and 0 < one.mde_current < 1
+    two = plan_runs(b, c, effect=0.05).tasks["synthetic_math"]
+    assert two.status == "ok"
     proc = _cli("plan", str(b), "--effect", "0.05")
     assert proc.returncode == 0 and "problems needed" in proc.stdout
 

@@ -168,7 +168,8 @@ def test_plan_sequential_beside_the_fixed_design(tmp_path):
     pilot = tmp_path / "pilot"
     write_synthetic_run(pilot, n_problems=300, n_rollouts=8, rng=3)
     res = plan_runs(pilot, effect=0.15, sequential=True, n_sims=50)
-    seq = res["tasks"]["synthetic_math"]["sequential"]
+    seq = res.tasks["synthetic_math"].sequential
+    assert seq is not None
     # a drop of 0.15 (7.5 x the threshold) is settled long before the 300-problem budget
     assert seq["budget"] == 300 and seq["mean_problems"] < 150
     assert seq["verdicts"].get("regression", 0) > 0.9

@@ -108,6 +108,7 @@ def test_a_rollouts_judgement_and_a_comparisons_verdict_have_different_names():
         "ComparisonVerdict",
         "DriftVerdict",
         "GateVerdict",
+        "PolicyVerdict",
         "Verdict",
     ]
     assert set(compare.COMPARISON_VERDICTS) == set(get_args(compare.ComparisonVerdict))

@@ -32,7 +32,7 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from ._importers import import_run
+    from ._importers import ImportResult, import_run
     from ._report._api import ReportResult, report_run
     from ._runner import RunOutcome, derive_seed, run_eval
     from ._runner._config import RunConfig, SamplingOverrides, build_config, load_config_file
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
 #: Names imported on first use (PEP 562), so that ``import rolleval`` (and so every CLI
 #: start, ``--help`` and ``--version`` included) does not load numpy, pydantic or httpx.
 _LAZY = {
+    "ImportResult": "._importers",
     "import_run": "._importers",
     "ReportResult": "._report._api",
     "report_run": "._report._api",
@@ -80,6 +81,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "DataError",
+    "ImportResult",
     "MissingDependencyError",
     "RegradeResult",
     "ReportResult",

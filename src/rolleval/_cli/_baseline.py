@@ -20,9 +20,7 @@ def baseline_save_cmd(run: str, out: str, force: bool) -> int:
     """Store RUN's per-problem counts, metric values, content hashes and provenance in OUT."""
     from ..compare import save_baseline
 
-    doc = save_baseline(run, out, overwrite=force)
-    counts = ", ".join(
-        f"{name}: {len(task['ids'])} problems" for name, task in doc["tasks"].items()
-    )
+    baseline = save_baseline(run, out, overwrite=force)
+    counts = ", ".join(f"{name}: {len(task.ids)} problems" for name, task in baseline.tasks.items())
     click.echo(f"baseline written to {out} ({counts})")
     return 0

@@ -1,7 +1,8 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 
@@ -9,8 +10,10 @@ from ..errors import UsageError
 from ._app import cli
 from ._options import confidence_level_option, html_option, n_resamples_option, seed_option
 
+_F = TypeVar("_F", bound=Callable[..., Any])
 
-def _side_options(name: str) -> list[Any]:
+
+def _side_options(name: str) -> list[Callable[[_F], _F]]:
     return [
         click.option(
             f"--{name}",
@@ -26,8 +29,8 @@ def _side_options(name: str) -> list[Any]:
     ]
 
 
-def _apply(options: list[Any]) -> Any:
-    def deco(f: Any) -> Any:
+def _apply(options: list[Callable[[_F], _F]]) -> Callable[[_F], _F]:
+    def deco(f: _F) -> _F:
         for opt in reversed(options):
             f = opt(f)
         return f

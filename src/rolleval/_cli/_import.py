@@ -1,32 +1,36 @@
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import click
 
 from ._app import cli
+
+if TYPE_CHECKING:
+    from .._importers import ImportResult
 
 #: ``rolleval._importers.FORMATS``, spelled here so that the CLI starts without loading the
 #: importers (tests/test_import_cost.py checks that the two agree).
 FORMATS = ("lm-eval", "inspect", "lighteval", "tracelens", "sieval")
 
 
-def _summary_lines(summary: dict[str, Any]) -> list[str]:
+def _summary_lines(summary: ImportResult) -> list[str]:
+    totals = summary.totals
     lines = [
-        f"imported {summary['format']} {summary['source']}: {summary['totals']['tasks']} task(s), "
-        f"{summary['totals']['problems']} problems, {summary['totals']['rollouts']} rollouts; "
+        f"imported {summary.format} {summary.source}: {totals['tasks']} task(s), "
+        f"{totals['problems']} problems, {totals['rollouts']} rollouts; "
         + (
-            f"verdicts regraded by rolleval ({summary['regrade_grader']['type']})"
-            if summary["regrade_grader"]
+            f"verdicts regraded by rolleval ({summary.regrade_grader['type']})"
+            if summary.regrade_grader
             else "verdicts from the source's own per-sample scores"
         )
     ]
-    for name, t in summary["tasks"].items():
+    for name, t in summary.tasks.items():
         lines.append(
-            f"  {name}: {t['problems']} problems, {t['rollouts']} rollouts, aligned by {t['aligned_by'].replace('_', ' ')}"
+            f"  {name}: {t.problems} problems, {t.rollouts} rollouts, aligned by {t.aligned_by.replace('_', ' ')}"
         )
-        lines.extend(f"    note: {n}" for n in t["notes"])
-        for u in t["unmapped"]:
+        lines.extend(f"    note: {n}" for n in t.notes)
+        for u in t.unmapped:
             lines.append(f"    not mapped: {u['field']} ({u['reason']}): {u['count']}")
     return lines
 

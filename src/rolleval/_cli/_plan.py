@@ -84,7 +84,7 @@ def plan_cmd(
         rng=seed,
     )
     if fmt == "json":
-        click.echo(orjson.dumps(res, option=orjson.OPT_INDENT_2).decode())
+        click.echo(orjson.dumps(res.to_dict(), option=orjson.OPT_INDENT_2).decode())
     else:
-        click.echo(render_plan(res))
+        click.echo(render_plan(res.to_dict()))
     return 0

@@ -11,7 +11,7 @@ every field of every format.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +22,18 @@ from ._io import DEFAULT_MAX_UNZIPPED_BYTES
 from ._lighteval import LightevalReader
 from ._sieval import SiEvalReader
 from ._tracelens import TraceLensReader
-from ._write import write_imported_run
+from ._write import ImportResult, TaskImportResult, write_imported_run
 from .lmeval._samples import LmEvalReader
 
-__all__ = ["FORMATS", "ImportedRun", "ImportedTask", "detect_format", "import_run"]
+__all__ = [
+    "FORMATS",
+    "ImportResult",
+    "ImportedRun",
+    "ImportedTask",
+    "TaskImportResult",
+    "detect_format",
+    "import_run",
+]
 
 _READERS: dict[str, Reader] = {
     r.name: r
@@ -51,15 +59,17 @@ def import_run(
     *,
     regrade: str | dict[str, Any] | None = None,
     max_unzipped_bytes: int = DEFAULT_MAX_UNZIPPED_BYTES,
-    on_task: Any = None,
+    on_task: Callable[[ImportedTask, TaskImportResult], None] | None = None,
     task_name: str | list[str] | dict[str, str] | None = None,
-) -> dict[str, Any]:
+) -> ImportResult:
     """Import ``source`` (written by the tool ``format``) as a rolleval run at ``out``.
 
     ``regrade`` re-judges every stored rollout with rolleval's grader of that type (a type
     name such as ``"short_answer"``, or a full grader spec); by default verdicts come from
-    the source's own per-sample scores. Returns the import summary (also stored in the
-    run's ``manifest.json`` under ``"import"``). Nothing is left at ``out`` on failure.
+    the source's own per-sample scores. Returns what was imported, per task
+    (:class:`ImportResult`; its ``to_dict()`` is stored in the run's ``manifest.json`` under
+    ``"import"``). ``on_task(task, result)`` is called as each task is written. Nothing is
+    left at ``out`` on failure.
 
     ``task_name`` names the imported task(s): a name (the source must hold one task), or
     ``OLD=NEW`` renames (a list, or a mapping), e.g. so that imports from two harnesses

@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib.util
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..errors import DataError, MissingDependencyError
 from ..records import JudgementRecord, Message, RolloutRecord, Usage
@@ -133,7 +133,7 @@ def _rows(path: Path) -> list[dict[str, Any]]:
     import pyarrow.parquet as pq
 
     try:
-        return pq.read_table(path).to_pylist()
+        return cast("list[dict[str, Any]]", pq.read_table(path).to_pylist())
     except Exception as exc:  # pyarrow raises several unrelated types for a bad file
         raise DataError(
             f"not a readable parquet file ({type(exc).__name__}: {exc}); the file may be truncated",

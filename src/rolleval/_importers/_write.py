@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -33,10 +33,105 @@ from ..rundir._table import JUDGEMENT_FIELDS, PromptRow
 from ..rundir._writer import RunWriter, TaskWriter
 from ._base import ImportedRun, ImportedTask, with_clusters
 
-__all__ = ["write_imported_run"]
+__all__ = ["ImportResult", "TaskImportResult", "write_imported_run"]
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@dataclass(frozen=True)
+class TaskImportResult:
+    """One imported task: an entry of :attr:`ImportResult.tasks`. Frozen.
+
+    Attributes
+    ----------
+    problems, rollouts : int
+        Problems and rollouts written to the run.
+    correctness : {"source", "regraded"}
+        Where the judgements came from: the source's own per-sample scores, or rolleval's
+        grader (``regrade``).
+    aligned_by : str
+        ``"content_hash"`` (the prompt as sent and the reference) or ``"id"`` (the source
+        has no prompt): how the task's problems align with another run's.
+    unmapped : list of dict
+        Every source field not carried over: ``field``, ``reason``, ``count`` (samples).
+    notes : list of str
+        Sentences about the source: repeats left out, failed samples, unfinished logs.
+    source_metrics : dict
+        The source's own aggregate numbers for the task (e.g. lm-eval's
+        ``exact_match,<filter>``), as it reported them, for the round trip.
+    """
+
+    problems: int
+    rollouts: int
+    correctness: Literal["source", "regraded"]
+    aligned_by: str
+    unmapped: list[dict[str, Any]]
+    notes: list[str]
+    source_metrics: dict[str, Any]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict: the task's entry of the manifest's ``"import"``."""
+        return {
+            "problems": self.problems,
+            "rollouts": self.rollouts,
+            "correctness": self.correctness,
+            "aligned_by": self.aligned_by,
+            "unmapped": self.unmapped,
+            "notes": self.notes,
+            "source_metrics": self.source_metrics,
+        }
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    """Result of :func:`rolleval.import_run`: what was imported, per task. Frozen.
+
+    ``to_dict()`` is stored in the run's ``manifest.json`` under ``"import"``
+    (``docs/importers.md``, "The import summary").
+
+    Attributes
+    ----------
+    format : str
+        The source's format (``"lm-eval"``, ``"inspect"``, ``"lighteval"``,
+        ``"tracelens"``, ``"sieval"``).
+    source : str
+        The file or folder imported.
+    correctness : {"source", "regraded"}
+        Where every task's judgements came from (see :class:`TaskImportResult`).
+    regrade_grader : dict or None
+        The grader spec of the regrade (None: the source's scores).
+    tasks : dict of str to TaskImportResult
+        Per rolleval task name, in the order imported.
+    totals : dict of str to int
+        ``tasks``, ``problems`` and ``rollouts`` summed over ``tasks`` (a property).
+    """
+
+    format: str
+    source: str
+    correctness: Literal["source", "regraded"]
+    regrade_grader: dict[str, Any] | None
+    tasks: dict[str, TaskImportResult]
+
+    @property
+    def totals(self) -> dict[str, int]:
+        """Tasks, problems and rollouts over every task."""
+        return {
+            "tasks": len(self.tasks),
+            "problems": sum(t.problems for t in self.tasks.values()),
+            "rollouts": sum(t.rollouts for t in self.tasks.values()),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict: the manifest's ``"import"``."""
+        return {
+            "format": self.format,
+            "source": self.source,
+            "correctness": self.correctness,
+            "regrade_grader": self.regrade_grader,
+            "tasks": {name: t.to_dict() for name, t in self.tasks.items()},
+            "totals": self.totals,
+        }
 
 
 def _dir_name(name: str) -> str:
@@ -158,9 +253,9 @@ def write_imported_run(
     run: ImportedRun,
     *,
     regrade: dict[str, Any] | None,
-    on_task: Callable[[ImportedTask, dict[str, Any]], None] | None = None,
-) -> dict[str, Any]:
-    """Write ``run`` as a rolleval run directory at ``out`` and return the import summary.
+    on_task: Callable[[ImportedTask, TaskImportResult], None] | None = None,
+) -> ImportResult:
+    """Write ``run`` as a rolleval run directory at ``out`` and return what was imported.
 
     ``regrade`` is a grader spec: each task's stored rollouts are re-judged with it (the
     source's own verdicts stay beside them as ``judgements.prev.jsonl``). The summary is
@@ -172,14 +267,8 @@ def write_imported_run(
 
     out = Path(out)
     _check_out(out)
-    summary: dict[str, Any] = {
-        "format": run.format,
-        "source": str(run.source),
-        "correctness": "regraded" if regrade else "source",
-        "regrade_grader": regrade,
-        "tasks": {},
-        "totals": {"tasks": 0, "problems": 0, "rollouts": 0},
-    }
+    correctness: Literal["source", "regraded"] = "regraded" if regrade else "source"
+    imported: dict[str, TaskImportResult] = {}
     manifest = RunManifest(
         run_id=uuid.uuid4().hex,
         created_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -245,27 +334,25 @@ def write_imported_run(
                 # The writer holds the partial directory's lock; regrade takes it again
                 # (re-entrant within this process).
                 regrade_run(writer.run.path, task=task.name, grader_spec=regrade, workers=0)
-            entry = {
-                "problems": n_problems,
-                "rollouts": n_rollouts,
-                "correctness": "regraded" if regrade else "source",
-                "aligned_by": task.aligned_by,
-                "unmapped": task.unmapped.as_list(),
-                "notes": task.notes,
-                "source_metrics": task.source_metrics,
-            }
-            summary["tasks"][task.name] = entry
-            summary["totals"]["tasks"] += 1
-            summary["totals"]["problems"] += n_problems
-            summary["totals"]["rollouts"] += n_rollouts
+            entry = TaskImportResult(
+                problems=n_problems,
+                rollouts=n_rollouts,
+                correctness=correctness,
+                aligned_by=task.aligned_by,
+                unmapped=task.unmapped.as_list(),
+                notes=task.notes,
+                source_metrics=task.source_metrics,
+            )
+            imported[task.name] = entry
             if on_task is not None:
                 on_task(task, entry)
             del task
         if not names:
             raise UsageError(f"{run.source}: no task found to import")
+        summary = ImportResult(run.format, str(run.source), correctness, regrade, imported)
         writer.write_manifest(
             writer.manifest.model_copy(
-                update={"config": RunSummary(model=run.model), "import_": summary}
+                update={"config": RunSummary(model=run.model), "import_": summary.to_dict()}
             )
         )
         report_run(writer.run, task_reports=task_reports)

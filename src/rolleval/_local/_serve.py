@@ -32,6 +32,7 @@ import functools
 import json
 import os
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import numpy as np
@@ -93,7 +94,8 @@ def prompt_logprobs(
         done += piece
 
     def text_of(token: int, i: int) -> str:
-        return llama.detokenize([token], prev_tokens=tokens[:i]).decode("utf-8", errors="replace")
+        text: str = llama.detokenize([token], prev_tokens=tokens[:i]).decode("utf-8", "replace")
+        return text
 
     values: list[float | None] = [None]
     tops: list[dict[str, float] | None] = [None]
@@ -158,7 +160,12 @@ class EchoLogprobsApp:
     def __init__(self, app: Any) -> None:
         self.app = app
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(
+        self,
+        scope: dict[str, Any],
+        receive: Callable[[], Awaitable[dict[str, Any]]],
+        send: Callable[[dict[str, Any]], Awaitable[None]],
+    ) -> None:
         if not (
             scope.get("type") == "http"
             and scope.get("method") == "POST"

@@ -149,7 +149,8 @@ def scored_mask(table: TaskTable, timeout_policy: str = "failure") -> np.ndarray
         )
     if timeout_policy == "excluded":
         return table.r_gradable
-    return table.r_gradable | (table.r_status == STATUS_CODES["timeout"])
+    counted: np.ndarray = table.r_gradable | (table.r_status == STATUS_CODES["timeout"])
+    return counted
 
 
 def health_counts(table: TaskTable) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -292,7 +293,8 @@ def _window_values(table: TaskTable, k: int, gradable_only: np.ndarray) -> np.nd
 
     def window_sums(a: np.ndarray) -> np.ndarray:
         cs = np.concatenate([np.zeros((T, 1), np.int32), np.cumsum(a, axis=1)], axis=1)
-        return cs[:, k:] - cs[:, :-k]
+        sums: np.ndarray = cs[:, k:] - cs[:, :-k]
+        return sums
 
     complete = window_sums(present) == k
     allpass = window_sums(passed) == k

@@ -1,7 +1,7 @@
 """One report model for every renderer.
 
 A run report (``report.json``), a comparison (``CompareResult.to_dict()``) and a gate
-outcome (``GateOutcome.to_dict()``) are each turned into one short list of blocks (titles,
+outcome (``GateResult.to_dict()``) are each turned into one short list of blocks (titles,
 paragraphs, tables, bullet lists, collapsible details) by :func:`run_doc`,
 :func:`compare_doc` and :func:`gate_doc`. The text, Markdown and HTML renderers
 (:mod:`rolleval._report._render`, :mod:`rolleval._report._html`) only lay these blocks out, so every format
@@ -709,7 +709,7 @@ def compare_doc(result: dict[str, Any]) -> list[Block]:
 
 
 def gate_doc(outcome: dict[str, Any]) -> list[Block]:
-    """The blocks of a gate outcome (``GateOutcome.to_dict()``)."""
+    """The blocks of a gate outcome (``GateResult.to_dict()``)."""
     out: list[Block] = [
         Title(
             f"rolleval gate: {_words(outcome['verdict']).upper()} (exit {outcome['exit_code']}"

@@ -41,7 +41,7 @@ from ._document import (
     task_blocks,
 )
 from ._html_assets import CSS, JS
-from ._html_data import SideView, read_side
+from ._html_data import SideView, TaskView, read_side
 from ._svg import bars_svg, curves_svg, forest_svg, paired_bars_svg, scatter_svg
 
 __all__ = ["blocks_html", "compare_html", "gate_html", "report_html", "write_html"]
@@ -289,7 +289,7 @@ def _token_bars(tokens: list[int], within: list[int] | None = None) -> list[tupl
     return [(f"{int(edges[i])}", float(c)) for i, c in enumerate(counts)]
 
 
-def _accuracy_bars(view) -> list[tuple[str, float]]:
+def _accuracy_bars(view: TaskView) -> list[tuple[str, float]]:
     always_right = always_wrong = 0
     between: Counter[int] = Counter()
     none = 0
@@ -311,12 +311,16 @@ def _accuracy_bars(view) -> list[tuple[str, float]]:
     return bars
 
 
-def _curve_series(rep: dict[str, Any]) -> list[tuple[str, list]]:
+#: One point of a curve: k, the value, the interval's ends (None: no interval).
+_CurvePoint = tuple[int, float, float | None, float | None]
+
+
+def _curve_series(rep: dict[str, Any]) -> list[tuple[str, list[_CurvePoint]]]:
     metrics = rep["metrics"]
     ks = [int(k) for k in rep.get("ks", [])]
     taus = [float(t) for t in rep.get("taus", [])]
 
-    def pt(name: str, k: int):
+    def pt(name: str, k: int) -> _CurvePoint | None:
         m = metrics.get("pass@1" if k == 1 else name)
         if not m or m.get("status") != "ok" or m.get("value") is None:
             return None
@@ -457,7 +461,7 @@ def _banner(verdict: str, exit_code: int, head: str, tasks: list[dict[str, Any]]
     )
 
 
-def _scatter_points(b, c) -> list[tuple[float, float, int]]:
+def _scatter_points(b: TaskView, c: TaskView) -> list[tuple[float, float, int]]:
     pairs: Counter[tuple[float, float]] = Counter()
     for pid, pb in b.problems.items():
         pc = c.problems.get(pid)
@@ -560,7 +564,7 @@ def compare_html(result: dict[str, Any]) -> str:
 
 
 def gate_html(outcome: dict[str, Any]) -> str:
-    """A gate outcome (``GateOutcome.to_dict()``) as one HTML page."""
+    """A gate outcome (``GateResult.to_dict()``) as one HTML page."""
     comps = outcome.get("comparisons", [])
     banner = _banner(outcome["verdict"], outcome["exit_code"], "rolleval gate", comps)
     facts = gate_doc({**outcome, "what_changed": None})[1:]

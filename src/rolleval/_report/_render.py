@@ -288,7 +288,7 @@ def emit(
     return out.rstrip("\n")
 
 
-def render_plan(res: dict) -> str:
+def render_plan(res: dict[str, Any]) -> str:
     """Text form of :func:`rolleval.compare.plan_runs`'s result."""
     lines = [
         f"rolleval plan: the regression verdict at a true pass@1 drop of {res['effect']:g} "

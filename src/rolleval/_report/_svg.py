@@ -6,7 +6,7 @@ Every function returns one ``<svg>`` element as a string; every label is escaped
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from html import escape
 
 __all__ = [
@@ -70,7 +70,7 @@ def _axes(
     return out
 
 
-def _yscale(lo: float, hi: float, h: int = _H):
+def _yscale(lo: float, hi: float, h: int = _H) -> Callable[[float], float]:
     return lambda v: (h - _B) - (v - lo) / (hi - lo or 1) * (h - _B - _T)
 
 
@@ -96,7 +96,7 @@ def curves_svg(
     )
     for i, (name, pts) in enumerate(series):
         color = PALETTE[i % len(PALETTE)]
-        band = [p for p in pts if p[2] is not None and p[3] is not None]
+        band = [(k, v, lo, hi) for k, v, lo, hi in pts if lo is not None and hi is not None]
         if len(band) >= 2:
             upper = " ".join(f"{_f(xs(k))},{_f(ys(hi))}" for k, _, _, hi in band)
             lower = " ".join(f"{_f(xs(k))},{_f(ys(lo))}" for k, _, lo, _ in reversed(band))
@@ -260,7 +260,7 @@ def paired_bars_svg(
 
 def scatter_svg(points: Sequence[tuple[float, float, int]], *, label: str) -> str:
     """Per-problem accuracy, baseline (x) against candidate (y); a point's area is its count."""
-    xs = lambda v: _L + v * (_W - _L - _R)  # noqa: E731
+    xs: Callable[[float], float] = lambda v: _L + v * (_W - _L - _R)  # noqa: E731
     ys = _yscale(0.0, 1.0)
     body = _axes(
         [(xs(v), f"{v:.2f}") for v in (0, 0.25, 0.5, 0.75, 1)],

@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..client import SamplingParams
 from ..errors import UsageError
@@ -23,6 +23,9 @@ from ..records import (
     dump_record,
 )
 from ._config import RunConfig, is_task_file
+
+if TYPE_CHECKING:
+    from ..tasks import TaskSpec
 
 __all__ = ["PromptStore", "ResolvedTask", "resolve_tasks"]
 
@@ -53,7 +56,7 @@ class PromptStore(Mapping[str, PromptRecord]):
 class ResolvedTask:
     """A task inside a run, ready to be written and requested."""
 
-    spec: Any  # rolleval.tasks.TaskSpec
+    spec: TaskSpec
     grader: Any  # rolleval.grading.Grader
     prompts: Mapping[str, PromptRecord]
     """Problem id -> prompt record (prompt as sent), in sorted-id order (a :class:`PromptStore`)."""

@@ -10,7 +10,7 @@ import re
 import sys
 from collections.abc import Awaitable, Mapping, Sequence
 from time import monotonic, perf_counter
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import httpx
 import orjson
@@ -303,7 +303,7 @@ class Client:
                 f"malformed response: no choices in 200 body: {body_excerpt(content)}",
                 True,
             )
-        return data
+        return cast("dict[str, Any]", data)
 
     def _pick(self, avoid: _Endpoint | None) -> _Endpoint:
         """Least in flight among endpoints not marked down, skipping ``avoid`` if possible."""

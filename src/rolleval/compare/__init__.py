@@ -7,6 +7,7 @@ run-level functions align run directories or baseline files and apply it.
 :func:`paired_compare`     one metric: effect, interval, p-value, verdict, power
 ``ComparisonVerdict``      the six verdict words of a comparison (a ``Literal`` type)
 ``GateVerdict``            the three overall words of a gate (a ``Literal`` type)
+``PolicyVerdict``          the four words of ``rolleval gate`` (a ``Literal`` type)
 :func:`gate_decision`      several gating metrics with Holm's correction
 :func:`holm`               Holm-Bonferroni adjusted p-values
 :func:`problem_movers`     problems that moved most, per-problem Fisher exact tests
@@ -23,21 +24,22 @@ from __future__ import annotations
 from .._public import publish
 from ._align import Alignment, align_frames
 from ._frame import HEALTH_METRICS, ProblemFrame, load_frames, metric_direction, save_baseline
-from ._gate import DEFAULT_POLICY, GateOutcome, gate_run, load_policy
+from ._gate import DEFAULT_POLICY, GateResult, gate_run, load_policy
 from ._movers import problem_movers
 from ._noise import VALIDITY_NOTE, load_run_noise, measure_run_noise, save_run_noise
 from ._paired import Comparison, PairedInput, paired_compare
-from ._plan import plan_runs
+from ._plan import PlanResult, TaskPlan, plan_runs
 from ._rule import (
     COMPARISON_VERDICTS,
     GATE_VERDICTS,
     ComparisonVerdict,
     GateVerdict,
+    PolicyVerdict,
     verdict_exit_code,
     verdict_label,
 )
 from ._runs import CompareResult, TaskComparison, compare_frames, compare_runs, default_threshold
-from ._verdict import GateMetric, GateResult, gate_decision, holm
+from ._verdict import GateDecision, GateMetric, gate_decision, holm
 
 __all__ = [
     "COMPARISON_VERDICTS",
@@ -49,13 +51,16 @@ __all__ = [
     "CompareResult",
     "Comparison",
     "ComparisonVerdict",
+    "GateDecision",
     "GateMetric",
-    "GateOutcome",
     "GateResult",
     "GateVerdict",
     "PairedInput",
+    "PlanResult",
+    "PolicyVerdict",
     "ProblemFrame",
     "TaskComparison",
+    "TaskPlan",
     "align_frames",
     "compare_frames",
     "compare_runs",

@@ -289,8 +289,10 @@ def _json_floats(a: np.ndarray) -> list[float | None]:
 
 def save_baseline(
     run_path: str | os.PathLike[str], out: str | os.PathLike[str], *, overwrite: bool = False
-) -> dict[str, Any]:
-    """Write a compact baseline (per-problem counts, metric values, hashes, provenance)."""
+) -> BaselineFile:
+    """Write a compact baseline (per-problem counts, metric values, hashes, provenance) and
+    return it: the file's contents as :func:`read_baseline` reads them back (frozen;
+    ``model_dump(mode="json")`` is the JSON written)."""
     out = Path(out)
     if out.exists() and not overwrite:
         raise UsageError(f"{out}: file exists; pass --force to replace it, or choose another --out")
@@ -334,9 +336,9 @@ def save_baseline(
             "votes": [[[list(c) for c in sig], u] for sig, u in (fr.votes or [])],
         }
     out.parent.mkdir(parents=True, exist_ok=True)
-    doc = BaselineFile.model_validate(doc).model_dump(mode="json")
-    atomic_write_json(out, doc)
-    return doc
+    baseline = BaselineFile.model_validate(doc)
+    atomic_write_json(out, baseline.model_dump(mode="json"))
+    return baseline
 
 
 def read_baseline(path: str | os.PathLike[str]) -> BaselineFile:

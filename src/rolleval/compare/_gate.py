@@ -43,9 +43,10 @@ from ._changed import WhatChanged, side_record, what_changed
 from ._evidence import check_complete, refuse_incomplete
 from ._frame import HEALTH_METRICS, ProblemFrame, canonical_metric, load_frames
 from ._pairs import pair_tasks, parse_task_map
+from ._rule import PolicyVerdict
 from ._runs import TaskComparison, compare_frames, decide_overall, label_sides
 
-__all__ = ["DEFAULT_POLICY", "GateOutcome", "gate_run", "load_policy"]
+__all__ = ["DEFAULT_POLICY", "GateResult", "gate_run", "load_policy"]
 
 DEFAULT_POLICY: dict[str, Any] = {
     "alpha": 0.05,
@@ -140,9 +141,46 @@ def _is_number(
     return high is None or value < high or (not open_high and value == high)
 
 
-@dataclass
-class GateOutcome:
-    verdict: str
+@dataclass(frozen=True)
+class GateResult:
+    """Result of :func:`gate_run`: a run gated against a baseline under a policy.
+
+    ``to_dict()`` is what ``rolleval gate --format json`` prints. Frozen: a field cannot be
+    reassigned.
+
+    Attributes
+    ----------
+    verdict : {"pass", "blocked", "inconclusive", "run_failed"}
+        The :data:`PolicyVerdict`: ``"run_failed"`` when a limit on ``infra_error_rate`` is
+        broken (an outage, not a regression); else ``"blocked"`` when a gating comparison
+        is a regression after Holm's adjustment across every gating comparison, or another
+        absolute limit is broken; else ``"inconclusive"`` when a gating comparison is
+        inconclusive or lacks evidence, or a baseline task has no counterpart in the run
+        (unless the tasks were named); else ``"pass"``. Computed also under ``observe``.
+    exit_code : int
+        4, 1, 3 or 0 for the verdict; 0 under ``observe``.
+    checks : list of dict
+        One per check, in order (missing tasks, absolute limits, paired comparisons):
+        ``task``, ``check`` (what was tested), ``value`` (text: the candidate's level, or
+        the effect with its interval and p-value; ``"N/A"`` when not measured) and
+        ``verdict`` (``"ok"``, ``"blocked"``, ``"run failed"``, ``"not evaluated"``,
+        ``"N/A: not measured"``, or a comparison verdict after the adjustment); a paired
+        comparison also has ``adjusted_pvalue`` (None: no test was run).
+    comparisons : list of TaskComparison
+        Every gating paired comparison, per task and gating metric.
+    observe : bool
+        The exit code is 0 whatever the verdict.
+    reasons : list of str
+        One sentence each behind the verdict (incomplete sides, missing tasks, a broken
+        infra limit, the run-level noise assumption).
+    incomplete : list of dict
+        The incomplete tasks of either side, gated under ``allow_incomplete`` (as in
+        :attr:`CompareResult.incomplete`).
+    changed : WhatChanged or None
+        What changed between the baseline's and the run's recorded settings.
+    """
+
+    verdict: PolicyVerdict
     exit_code: int
     checks: list[dict[str, Any]]
     comparisons: list[TaskComparison] = field(default_factory=list)
@@ -150,7 +188,6 @@ class GateOutcome:
     reasons: list[str] = field(default_factory=list)
     incomplete: list[dict[str, Any]] = field(default_factory=list)
     changed: WhatChanged | None = None
-    """What changed between the baseline's and the run's recorded settings."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -204,7 +241,7 @@ def gate_run(
     allow_incomplete: bool = False,
     tasks: list[str] | None = None,
     task_map: Mapping[str, str] | list[str] | None = None,
-) -> GateOutcome:
+) -> GateResult:
     """Decide whether ``run`` may replace ``baseline`` under ``policy``.
 
     Tasks pair as in :func:`~rolleval.compare.compare_runs` (by name, ``task_map``, or by
@@ -347,18 +384,19 @@ def gate_run(
         code = EXIT_NEGATIVE
     elif code == EXIT_OK and not_evaluated:
         code = EXIT_INCONCLUSIVE
-    verdict = {
+    words: dict[int, PolicyVerdict] = {
         EXIT_RUN_FAILED: "run_failed",
         EXIT_NEGATIVE: "blocked",
         EXIT_INCONCLUSIVE: "inconclusive",
-    }.get(code, "pass")
+    }
+    verdict = words.get(code, "pass")
     changed = what_changed(
         side_record(baseline, {t: f.settings for t, f in fb.items()}),
         side_record(run, {p.candidate: fc[p.baseline].settings for p in pairs}),
         [(p.baseline, p.candidate) for p in pairs],
     )
     label_sides(task_comps, changed)
-    return GateOutcome(
+    return GateResult(
         verdict,
         EXIT_OK if observe else code,
         checks,

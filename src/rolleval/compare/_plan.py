@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import math
 import os
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from ..errors import UsageError
 from ..stats import (
@@ -25,7 +26,149 @@ from ..stats import (
 from ._align import align_frames
 from ._frame import load_frames, resolve_tasks
 
-__all__ = ["plan_runs"]
+__all__ = ["PlanResult", "TaskPlan", "plan_runs"]
+
+
+@dataclass(frozen=True)
+class TaskPlan:
+    """The plan of one task: an entry of :attr:`PlanResult.tasks`. Frozen.
+
+    Sizes are for the ``regression`` verdict of ``rolleval compare`` at the plan's true drop
+    (see :func:`plan_runs`); effects are in pass@1 units (0-1).
+
+    Attributes
+    ----------
+    problems : int
+        ``T``: the pilot's problems the plan is based on (with a candidate: the matched
+        problems; with one pilot: the problems with 2 or more gradable rollouts).
+    components : dict
+        The variance components of pass@1 behind the plan: ``omega2`` (variance of the
+        per-problem shift), ``sigma2_baseline``, ``sigma2_candidate`` (mean within-problem
+        Bernoulli variance) and ``k_baseline``, ``k_candidate`` (rollouts per problem), ``n``,
+        ``status`` and ``reason``; with one pilot also ``between``, ``within`` and
+        ``observed`` (:func:`rolleval.stats.variance_components`).
+    assumption : str
+        How the candidate's variance was obtained (estimated from the pair, or assumed).
+    status : {"ok", "unavailable"}
+        ``"unavailable"``: no plan (too few problems, or no usable variance); see ``reason``.
+    reason : str or None
+        Why the task has no plan, or why no size is given (a drop not above the threshold).
+    mde_current : float or None
+        Minimum detectable effect at ``T`` problems, for significance at the plan's power.
+    regression_power_current : float or None
+        The chance of the regression verdict at the true drop with the current design (None:
+        no variance).
+    required_problems_significance : int or None
+        Problems for significance alone at the current rollouts per problem.
+    equivalence_problems : int or None
+        Problems at which the minimum detectable effect reaches the threshold (what the
+        verdict ``equivalent_within_threshold`` needs).
+    required_problems : int or None
+        Problems for the regression verdict at the current rollouts per problem (None: a
+        drop not above the threshold, which no size makes likely).
+    required_rollouts_at_current_problems : int or None
+        Rollouts per problem for the regression verdict at ``T`` problems (None: not
+        reachable by rollouts alone, or no size is given).
+    sequential : dict or None
+        The simulated sequential run (``sequential=True``): ``sims``, ``budget``,
+        ``round_problems``, ``mean_problems``, ``p90_problems``, the share of each verdict
+        (``verdicts``) and ``implied_drop``.
+    """
+
+    problems: int
+    components: dict[str, Any]
+    assumption: str
+    status: Literal["ok", "unavailable"]
+    reason: str | None = None
+    mde_current: float | None = None
+    regression_power_current: float | None = None
+    required_problems_significance: int | None = None
+    equivalence_problems: int | None = None
+    required_problems: int | None = None
+    required_rollouts_at_current_problems: int | None = None
+    sequential: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict: the task's entry in ``rolleval plan --format json`` (the sizes
+        only for a task with a plan)."""
+        out: dict[str, Any] = {
+            "problems": self.problems,
+            "components": self.components,
+            "assumption": self.assumption,
+            "status": self.status,
+        }
+        if self.status == "ok":
+            out["mde_current"] = self.mde_current
+            out["regression_power_current"] = self.regression_power_current
+            out["required_problems_significance"] = self.required_problems_significance
+            out["equivalence_problems"] = self.equivalence_problems
+            out["required_problems"] = self.required_problems
+            out["required_rollouts_at_current_problems"] = (
+                self.required_rollouts_at_current_problems
+            )
+        if self.reason is not None:
+            out["reason"] = self.reason
+        if self.sequential is not None:
+            out["sequential"] = self.sequential
+        return out
+
+
+@dataclass(frozen=True)
+class PlanResult:
+    """Result of :func:`plan_runs`: problems and rollouts per task for the ``regression``
+    verdict at a true drop. Frozen. ``to_dict()`` is what ``rolleval plan --format json``
+    prints.
+
+    Attributes
+    ----------
+    effect : float
+        The true pass@1 drop ``delta`` to catch (0-1).
+    threshold : float
+        ``tau`` of the comparison that will be run (0-1).
+    alpha, power : float
+        The comparison's two-sided level, and the power wanted for the verdict.
+    assumption : str
+        The approximation behind every size (normal, paired over problems).
+    tasks : dict of str to TaskPlan
+        Per planned task, in the pilot's order.
+    note : str or None
+        Set when ``effect <= threshold``: no size makes the verdict likely.
+    missing_tasks : list of str
+        Pilot tasks the candidate lacks (not planned).
+    verdict : {"regression"}
+        The verdict planned for.
+    unit : {"problem"}
+        The unit of analysis.
+    """
+
+    effect: float
+    threshold: float
+    alpha: float
+    power: float
+    assumption: str
+    tasks: dict[str, TaskPlan]
+    note: str | None = None
+    missing_tasks: list[str] = field(default_factory=list)
+    verdict: Literal["regression"] = "regression"
+    unit: Literal["problem"] = "problem"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (``note`` and ``missing_tasks`` only when set)."""
+        out: dict[str, Any] = {
+            "effect": self.effect,
+            "threshold": self.threshold,
+            "alpha": self.alpha,
+            "power": self.power,
+            "verdict": self.verdict,
+            "unit": self.unit,
+            "assumption": self.assumption,
+            "tasks": {name: t.to_dict() for name, t in self.tasks.items()},
+        }
+        if self.note is not None:
+            out["note"] = self.note
+        if self.missing_tasks:
+            out["missing_tasks"] = self.missing_tasks
+        return out
 
 
 def _check(effect: float, threshold: float, alpha: float, power: float) -> None:
@@ -56,7 +199,7 @@ def plan_runs(
     round_problems: int = 10,
     n_sims: int = 1000,
     rng: int = 0,
-) -> dict[str, Any]:
+) -> PlanResult:
     r"""Sizes at which ``rolleval compare`` gives ``regression`` for a true drop of ``effect``.
 
     The verdict ``regression`` needs a significant drop (interval and sign-flip test at
@@ -102,15 +245,14 @@ def plan_runs(
 
     Returns
     -------
-    dict
-        ``effect``, ``threshold``, ``alpha``, ``power``, ``verdict`` (``"regression"``),
-        ``assumption`` and, per task, the components (``omega2``, ``sigma2_baseline``,
-        ``k_baseline``, ``sigma2_candidate``, ``k_candidate``), ``required_problems``,
-        ``required_rollouts_at_current_problems``, ``mde_current`` (significance at
-        ``power``), ``regression_power_current``, ``equivalence_problems`` (the problems at
-        which the minimum detectable effect reaches the threshold, which the verdict
-        ``equivalent`` needs) and ``status``; ``missing_tasks``: pilot tasks the candidate
-        lacks (not planned).
+    PlanResult
+        The arguments and, per task, a :class:`TaskPlan`: the components (``omega2``,
+        ``sigma2_baseline``, ``k_baseline``, ``sigma2_candidate``, ``k_candidate``),
+        ``required_problems``, ``required_rollouts_at_current_problems``, ``mde_current``
+        (significance at ``power``), ``regression_power_current``, ``equivalence_problems``
+        (the problems at which the minimum detectable effect reaches the threshold, which
+        the verdict ``equivalent`` needs) and ``status``; ``missing_tasks``: pilot tasks the
+        candidate lacks (not planned).
 
     Raises
     ------
@@ -263,4 +405,13 @@ def plan_runs(
                 rng=rng,
             )
         out["tasks"][name] = entry
-    return out
+    return PlanResult(
+        effect=effect,
+        threshold=threshold,
+        alpha=alpha,
+        power=power,
+        assumption=out["assumption"],
+        tasks={name: TaskPlan(**entry) for name, entry in out["tasks"].items()},
+        note=out.get("note"),
+        missing_tasks=out.get("missing_tasks", []),
+    )

@@ -417,7 +417,7 @@ def _estimate_se(sides: dict[str, SideNoise]) -> float:
             if (r == role and s.source == "own replicates") or s.source == f"{role} replicates"
         )
         total += 2.0 * (weight * m.variance) ** 2 / (m.n_runs - 1)
-    return total**0.5
+    return float(total**0.5)
 
 
 def _measure(c: np.ndarray, n: np.ndarray, compared: np.ndarray) -> RunNoise | None:

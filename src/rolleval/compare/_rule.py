@@ -18,6 +18,7 @@ __all__ = [
     "GATE_VERDICTS",
     "ComparisonVerdict",
     "GateVerdict",
+    "PolicyVerdict",
     "verdict_exit_code",
     "verdict_label",
 ]
@@ -49,7 +50,23 @@ value                           exit  meaning
 """
 
 GateVerdict = Literal["regression", "inconclusive", "pass"]
-"""Overall outcome of :func:`rolleval.compare.gate_decision` (exit 1, 3, 0)."""
+"""Overall outcome of :func:`rolleval.compare.gate_decision` and of
+:func:`rolleval.compare.compare_runs` (exit 1, 3, 0)."""
+
+PolicyVerdict = Literal["pass", "blocked", "inconclusive", "run_failed"]
+"""Overall outcome of ``rolleval gate`` (:func:`rolleval.compare.gate_run`) under its policy.
+
+==================  ====  =========================================================
+value               exit  meaning
+==================  ====  =========================================================
+``pass``            0     every gating comparison passes and every limit holds
+``blocked``         1     a gating comparison is a regression after Holm, or an
+                          absolute limit other than ``infra_error_rate`` is broken
+``inconclusive``    3     a gating comparison is inconclusive or lacks evidence, or
+                          a baseline task has no counterpart in the run
+``run_failed``      4     the ``infra_error_rate`` limit is broken (an outage)
+==================  ====  =========================================================
+"""
 
 #: Exit code of ``rolleval compare`` for each comparison verdict (read-only).
 COMPARISON_VERDICTS: MappingProxyType[str, int] = MappingProxyType(

@@ -40,7 +40,7 @@ from ._replicates import (
     pool_task,
     refuse_metric,
 )
-from ._rule import ComparisonVerdict, verdict_exit_code, verdict_label
+from ._rule import ComparisonVerdict, GateVerdict, verdict_exit_code, verdict_label
 from ._verdict import gate_decision
 
 __all__ = [
@@ -74,11 +74,59 @@ def default_threshold(metric: str) -> float:
     )
 
 
-@dataclass
+@dataclass(frozen=True)
 class TaskComparison:
+    """One task of two runs compared on one metric (:func:`compare_frames`).
+
+    ``to_dict()`` is the entry of ``tasks`` in ``rolleval compare --format json`` (the
+    comparison's fields flattened into it). Frozen: a field cannot be reassigned (the dicts
+    and lists it holds are the JSON parts, not copies).
+
+    Attributes
+    ----------
+    task : str
+        The baseline's task name (the candidate's is ``pair.candidate`` when they differ).
+    metric : str
+        The compared metric, canonical name (``"pass@1"``, ``"maj@n"``...).
+    comparison : Comparison
+        The paired comparison of the per-problem values (:func:`paired_compare`): effect,
+        interval, p-value and ``verdict`` (a :data:`ComparisonVerdict`), in the metric's units.
+    alignment : Alignment
+        Which problems of the two sides are the same problem, and the ones left out.
+    sides : dict of str to dict
+        ``"baseline"`` and ``"candidate"``: the side's ``source``, ``kind``, ``run_id``,
+        ``model``, ``run_status``, ``label`` (model and run directory), counts of
+        ``problems`` and ``matched_problems``, and of rollouts over the matched problems
+        (``gradable_rollouts``, ``requested_rollouts``, ``correct_rollouts``,
+        ``missing_rollouts``), its ``denominator_policy`` and ``timeout_policy``.
+    health : dict of str to dict
+        Per health rate both sides have: pooled ``baseline`` and ``candidate`` rates (0-1,
+        None when undefined), ``delta`` (candidate - baseline), ``direction`` and
+        ``definition``. Not gating.
+    self_consistency : dict or None
+        The self-consistency comparison (``verdict``, ``effect``, ``ci_low``, ``ci_high``,
+        ``pvalue``, ``note``) when both sides stored votes; not gating.
+    movers : list of dict
+        The problems that moved most (:func:`problem_movers`), per-problem Fisher tests.
+    problems : dict
+        Problems compared and dropped, by reason (counts and ids), per side.
+    unjudged : dict
+        The worst-case check of rollouts without a score (shares per side, difference,
+        whether it was bounded).
+    warnings : list of str
+        One line each: many problems dropped, a thought running out of budget...
+    forced_inconclusive : bool
+        The verdict was made ``inconclusive`` by the unjudged rollouts' worst case.
+    pair : TaskPair or None
+        How the candidate's task was paired with this baseline task (``None``: by name).
+    run_level : RunLevel or None
+        The run-level variance from replicate runs and where it comes from (``None``: one
+        run per side).
+    """
+
     task: str
     metric: str
-    comparison: Any  # Comparison
+    comparison: Comparison
     alignment: Alignment
     sides: dict[str, dict[str, Any]]
     health: dict[str, dict[str, Any]]
@@ -89,10 +137,7 @@ class TaskComparison:
     warnings: list[str] = field(default_factory=list)
     forced_inconclusive: bool = False
     pair: TaskPair | None = None
-    """How the candidate's task was paired with this baseline task (``None``: by name)."""
     run_level: RunLevel | None = None
-    """The run-level variance from replicate runs and where it comes from (``None``: one
-    run per side)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -125,24 +170,62 @@ class TaskComparison:
         }
 
 
-@dataclass
+@dataclass(frozen=True)
 class CompareResult:
+    """Result of :func:`compare_runs`: every task compared, and the overall verdict.
+
+    ``to_dict()`` is what ``rolleval compare --format json`` prints. Frozen: a field cannot
+    be reassigned.
+
+    Attributes
+    ----------
+    baseline, candidate : str
+        The two sides as given (run directory or baseline file).
+    metric : str
+        The compared metric, canonical name.
+    tasks : list of TaskComparison
+        One per paired task, in the baseline's task order.
+    verdict : {"regression", "inconclusive", "pass"}
+        The overall :data:`GateVerdict`: ``"regression"`` when a task's verdict after
+        Holm's adjustment across tasks is a regression; ``"inconclusive"`` when one is
+        inconclusive or lacks evidence, or a baseline task has no counterpart (unless the
+        tasks were named); else ``"pass"``. Computed also under ``observe``.
+    exit_code : int
+        1, 3 or 0 for the verdict; 0 under ``observe``.
+    adjusted_pvalues : dict of str to float or None
+        Holm-adjusted p-value per task (None: no test was run).
+    adjusted_verdicts : dict of str to ComparisonVerdict
+        Per task, its verdict after the adjustment (and the rules of :func:`decide_overall`).
+    skipped_tasks : dict of str to str
+        Tasks of one side only, and why they were not compared.
+    reasons : list of str
+        One sentence each behind the verdict: incomplete sides, the run-level noise
+        assumption, labels kept though Holm removed their significance.
+    incomplete : list of dict
+        The incomplete tasks of either side (``side``, ``source``, ``task``, ``run_status``,
+        ``missing_rollouts``, ``requested_rollouts``), compared under ``allow_incomplete``.
+    observe : bool
+        The exit code is 0 whatever the verdict.
+    changed : WhatChanged or None
+        What changed between the two sides' recorded settings (beside what moved).
+    replicates : tuple of SideRuns or None
+        Both sides' runs when replicate runs were given (``None``: one run per side).
+    """
+
     baseline: str
     candidate: str
     metric: str
     tasks: list[TaskComparison]
-    verdict: str
+    verdict: GateVerdict
     exit_code: int
     adjusted_pvalues: dict[str, float | None] = field(default_factory=dict)
-    adjusted_verdicts: dict[str, str] = field(default_factory=dict)
+    adjusted_verdicts: dict[str, ComparisonVerdict] = field(default_factory=dict)
     skipped_tasks: dict[str, str] = field(default_factory=dict)
     reasons: list[str] = field(default_factory=list)
     incomplete: list[dict[str, Any]] = field(default_factory=list)
     observe: bool = False
     changed: WhatChanged | None = None
-    """What changed between the two sides' recorded settings (beside what moved)."""
     replicates: tuple[SideRuns, SideRuns] | None = None
-    """Both sides' runs when replicate runs were given (``None``: one run per side)."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -196,7 +279,8 @@ def _health_values(fr: ProblemFrame, pos: np.ndarray, name: str) -> np.ndarray:
     if rate is None:
         return np.full(len(pos), np.nan)
     m = float(den.mean())
-    return num / m + rate * (1.0 - den / m)
+    values: np.ndarray = num / m + rate * (1.0 - den / m)
+    return values
 
 
 def _metric_values(fr: ProblemFrame, pos: np.ndarray, metric: str) -> np.ndarray:
@@ -204,7 +288,8 @@ def _metric_values(fr: ProblemFrame, pos: np.ndarray, metric: str) -> np.ndarray
         if metric not in fr.health:
             raise UsageError(f"{fr.source}: task {fr.task!r} has no health counts for {metric!r}")
         return _health_values(fr, pos, metric)
-    return fr.value(metric)[pos]
+    values: np.ndarray = fr.value(metric)[pos]
+    return values
 
 
 def unmatched_policy(
@@ -451,7 +536,7 @@ def thought_warning(health: Mapping[str, Mapping[str, Any]]) -> list[str]:
 class Overall:
     """The overall decision over several comparisons (see :func:`decide_overall`)."""
 
-    verdict: Literal["regression", "inconclusive", "pass"]
+    verdict: GateVerdict
     exit_code: int
     verdicts: dict[str, ComparisonVerdict]
     adjusted_pvalues: dict[str, float | None]

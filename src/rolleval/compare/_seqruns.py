@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import DataError, UsageError
-from ..records import SequentialDesign
+from ..records import SequentialDesign, SequentialTask
 from ..rundir._store import RunDir, collect_warnings
 from ..stats import betting_cs
 from ._changed import WhatChanged, side_record, what_changed
-from ._frame import load_frames
+from ._frame import ProblemFrame, load_frames
 from ._sequential import SEQUENTIAL_DESIGN, sequential_overall, sequential_verdict, stopped_line
 
 __all__ = [
@@ -149,7 +150,14 @@ def compare_sequential_run(
     )
 
 
-def _replay(name, task, base_frames, cand_frames, design, candidate) -> str:
+def _replay(
+    name: str,
+    task: SequentialTask,
+    base_frames: Mapping[str, ProblemFrame],
+    cand_frames: Mapping[str, ProblemFrame],
+    design: SequentialDesign,
+    candidate: str | os.PathLike[str],
+) -> str:
     """Recompute the task's sequence at its recorded looks; it must give the recorded verdict."""
     if name not in base_frames or name not in cand_frames:
         raise DataError(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -26,7 +26,7 @@ from ._rule import (
     verdict_exit_code,
 )
 
-__all__ = ["GateMetric", "GateResult", "gate_decision", "holm"]
+__all__ = ["GateDecision", "GateMetric", "gate_decision", "holm"]
 
 
 # ------------------------------------------------------------------------ Holm
@@ -87,7 +87,8 @@ def holm(pvalues: object) -> np.ndarray:
     p = _validate_holm(pvalues)
     m = p.size
     if m == 0:
-        return p.copy()
+        empty: np.ndarray = p.copy()
+        return empty
     order = np.argsort(p, kind="stable")
     scaled = np.minimum(1.0, (m - np.arange(m)) * p[order])
     adjusted = np.empty(m)
@@ -100,7 +101,7 @@ def holm(pvalues: object) -> np.ndarray:
 
 @dataclass(frozen=True)
 class GateMetric:
-    """One gating metric after the Holm adjustment (an entry of :attr:`GateResult.metrics`).
+    """One gating metric after the Holm adjustment (an entry of :attr:`GateDecision.metrics`).
 
     Attributes
     ----------
@@ -150,8 +151,8 @@ class GateMetric:
 
 
 @dataclass(frozen=True)
-class GateResult:
-    """Result of :func:`gate_decision`.
+class GateDecision:
+    """Result of :func:`gate_decision`: several gating metrics decided together. Frozen.
 
     Attributes
     ----------
@@ -163,8 +164,8 @@ class GateResult:
         1, 3 or 0 respectively.
     alpha : float
         The family-wise significance level.
-    method : str
-        ``"holm"``.
+    method : {"holm"}
+        The multiplicity adjustment across the gating metrics.
     metrics : Mapping[str, GateMetric]
         Per metric, in the order given (read-only).
     """
@@ -172,7 +173,7 @@ class GateResult:
     verdict: GateVerdict
     exit_code: int
     alpha: float
-    method: str
+    method: Literal["holm"]
     metrics: Mapping[str, GateMetric]
 
     @property
@@ -197,7 +198,9 @@ class GateResult:
         }
 
 
-def _validate_gate_decision(comparisons: object, alpha: object) -> tuple[list, float]:
+def _validate_gate_decision(
+    comparisons: object, alpha: object
+) -> tuple[list[tuple[object, Comparison]], float]:
     alpha_ = check_open_unit(alpha, "alpha")
     if not isinstance(comparisons, Mapping):
         raise UsageError(
@@ -221,7 +224,7 @@ def _validate_gate_decision(comparisons: object, alpha: object) -> tuple[list, f
     return items, alpha_
 
 
-def gate_decision(comparisons: Mapping[str, Comparison], *, alpha: float = 0.05) -> GateResult:
+def gate_decision(comparisons: Mapping[str, Comparison], *, alpha: float = 0.05) -> GateDecision:
     """Gate a candidate on several metrics at once, with Holm's family-wise correction.
 
     Each gating metric was compared with :func:`rolleval.compare.paired_compare`. Testing
@@ -252,7 +255,7 @@ def gate_decision(comparisons: Mapping[str, Comparison], *, alpha: float = 0.05)
 
     Returns
     -------
-    GateResult
+    GateDecision
 
     Raises
     ------
@@ -328,7 +331,7 @@ def gate_decision(comparisons: Mapping[str, Comparison], *, alpha: float = 0.05)
     else:
         overall = "pass"
     code = GATE_VERDICTS[overall]
-    return GateResult(
+    return GateDecision(
         verdict=overall,
         exit_code=code,
         alpha=alpha_,

@@ -62,7 +62,8 @@ def make_grader(spec: Mapping[str, Any]) -> Grader:
     if kind not in _CLASSES:
         what = "has no 'type' key" if "type" not in spec else f"has unknown type {kind!r}"
         raise UsageError(f"grader spec {what}; accepted types: {', '.join(GRADER_TYPES)}")
-    return _CLASSES[kind].from_spec(dict(spec))
+    grader: Grader = _CLASSES[kind].from_spec(dict(spec))
+    return grader
 
 
 def grader_versions() -> dict[str, str | None]:

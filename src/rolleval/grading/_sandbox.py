@@ -40,7 +40,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from .._sanitize import redact, redact_tail
 
@@ -170,13 +170,13 @@ def _empty_group(pgid: int, wait_s: float = _KILL_WAIT_S) -> None:
         time.sleep(0.01)
 
 
-def _read(fh: Any, limit: int = 1 << 20) -> str:
+def _read(fh: IO[bytes], limit: int = 1 << 20) -> str:
     """The first ``limit`` bytes of ``fh``."""
     fh.seek(0)
     return fh.read(limit).decode("utf-8", errors="replace")
 
 
-def _read_end(fh: Any, limit: int = 1 << 20) -> str:
+def _read_end(fh: IO[bytes], limit: int = 1 << 20) -> str:
     """The last ``limit`` bytes of ``fh`` (what output's tail is cut from)."""
     size = fh.seek(0, os.SEEK_END)
     fh.seek(max(0, size - limit))
@@ -288,7 +288,12 @@ def _outcome(
 ) -> ExecOutcome:
     tail = _redacted_tail(stderr)
 
-    def make(failure: str | None, message: str | None, run=None, passed=None) -> ExecOutcome:
+    def make(
+        failure: str | None,
+        message: str | None,
+        run: int | None = None,
+        passed: int | None = None,
+    ) -> ExecOutcome:
         message = redact_tail(message) if message else message  # cut at its end
         return ExecOutcome(failure, run, passed, message, isolated, seconds, tail)
 

@@ -49,6 +49,8 @@ before answering), then, in that case, ``{"candidate_status": N}``. A setup fail
 run without namespaces, as the current user, in ``workdir``.
 """
 
+from __future__ import annotations
+
 import builtins
 import ctypes
 import json
@@ -57,6 +59,38 @@ import resource
 import signal
 import struct
 import sys
+
+# typing is not imported when this runs (every import is paid at each start): the names
+# below exist for the type checker only, and the annotations are never evaluated
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import ast
+    from collections.abc import Callable
+    from types import ModuleType
+    from typing import Any, NoReturn, TextIO, TypedDict, TypeVar
+
+    _T = TypeVar("_T")
+
+    class _Limits(TypedDict):
+        cpu_s: int
+        memory_mb: int
+        processes: int
+        file_mb: int
+        tmp_mb: int
+
+    class _Job(TypedDict):
+        """The job on stdin (see the module notes), and whether the boot process was the
+        host's root (``host_root``, set here)."""
+
+        isolate: bool
+        namespaces: int
+        workdir: str
+        result_fd: int
+        tests_fd: int
+        solution: str
+        limits: _Limits
+        host_root: bool
+
 
 _NOBODY = 65534
 _CLONE_NEWNS, _CLONE_NEWUSER, _CLONE_NEWPID = 0x00020000, 0x10000000, 0x20000000
@@ -98,17 +132,19 @@ class _CapData(ctypes.Structure):
 _LIBC = ctypes.CDLL(None, use_errno=True)
 
 
-def _check(result, what):
+def _check(result: int, what: str) -> None:
     if result != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
-def _unshare(flags, what):
+def _unshare(flags: int, what: str) -> None:
     _check(_LIBC.unshare(ctypes.c_int(flags)), f"unshare({what})")
 
 
-def _mount(source, target, fstype, flags, data=None):
+def _mount(
+    source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None
+) -> None:
     _check(
         _LIBC.mount(
             source.encode() if source else None,
@@ -121,18 +157,18 @@ def _mount(source, target, fstype, flags, data=None):
     )
 
 
-def _write(path, text):
+def _write(path: str, text: str) -> None:
     with open(path, "w") as fh:
         fh.write(text)
 
 
-def _result_line(out, record):
+def _result_line(out: TextIO, record: dict[str, Any]) -> None:
     """One JSON line of the result channel, written through at once."""
     out.write(json.dumps(record) + "\n")
     out.flush()
 
 
-def _describe(exc):
+def _describe(exc: BaseException) -> str:
     message = " ".join(str(exc).split())[:500]
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
@@ -140,7 +176,7 @@ def _describe(exc):
 # --------------------------------------------------------------------------- namespaces
 
 
-def _enter_namespaces(flags):
+def _enter_namespaces(flags: int) -> bool:
     """Boot process: new namespaces. As root: the host's user namespace, no supplementary
     group (True: the harness and candidate then become nobody). Otherwise, or as a root
     that may not mount (a container without ``CAP_SYS_ADMIN``: it first becomes nobody),
@@ -162,14 +198,14 @@ def _enter_namespaces(flags):
     return False
 
 
-def _python_trees():
+def _python_trees() -> list[str]:
     """The folders of the Python installation that are not under ``/usr``."""
     paths = {
         os.path.realpath(sys.base_prefix),
         os.path.realpath(sys.base_exec_prefix),
         os.path.dirname(os.path.realpath(sys.executable)),
     }
-    keep = []
+    keep: list[str] = []
     for path in sorted(paths):
         if path == "/usr" or path.startswith("/usr/") or path == "/":
             continue
@@ -178,7 +214,7 @@ def _python_trees():
     return keep
 
 
-def _bind(source, relative, *, directory=True):
+def _bind(source: str, relative: str, *, directory: bool = True) -> None:
     target = _STAGE + relative
     if directory:
         os.makedirs(target, exist_ok=True)
@@ -188,7 +224,7 @@ def _bind(source, relative, *, directory=True):
     _mount(source, target, None, _MS_BIND | _MS_REC)
 
 
-def _build_root(limits):
+def _build_root(limits: _Limits) -> None:
     """Init process: a new root holding only what the interpreter needs, read-only, and
     the candidate's private size-limited /tmp."""
     _mount(None, "/", None, _MS_REC | _MS_PRIVATE)
@@ -238,7 +274,7 @@ def _build_root(limits):
     _mount("tmpfs", "/tmp", "tmpfs", _MS_NOSUID | _MS_NODEV, f"size={size}m,mode=1777")
 
 
-def _drop_capabilities():
+def _drop_capabilities() -> None:
     """No capabilities now or after any exec; no privilege gain through setuid files."""
     for cap in range(64):
         _LIBC.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)  # EINVAL past the last capability
@@ -249,7 +285,7 @@ def _drop_capabilities():
     _check(_LIBC.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl(no_new_privs)")
 
 
-def _become_nobody():
+def _become_nobody() -> None:
     """As the host's root: the host's nobody, with no group and no capability."""
     for cap in range(64):
         _LIBC.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0)
@@ -258,7 +294,7 @@ def _become_nobody():
     os.setresuid(_NOBODY, _NOBODY, _NOBODY)
 
 
-def _own_user_namespace():
+def _own_user_namespace() -> None:
     """The candidate as nobody: a user namespace of its own (nobody mapped to itself), so
     RLIMIT_NPROC counts its processes only. Best effort: where unprivileged user namespaces
     are refused, nobody's processes machine-wide share the count."""
@@ -270,7 +306,7 @@ def _own_user_namespace():
     _write("/proc/self/gid_map", f"{_NOBODY} {_NOBODY} 1")
 
 
-def _set_limits(limits, processes=True):
+def _set_limits(limits: _Limits, processes: bool = True) -> None:
     cpu = int(limits["cpu_s"])
     memory = int(limits["memory_mb"]) << 20
     files = int(limits["file_mb"]) << 20
@@ -292,7 +328,7 @@ class _ProtocolError(Exception):
     """A message that is not what the protocol allows."""
 
 
-def _encode(value, other, depth=0):
+def _encode(value: object, other: Callable[[object], Any], depth: int = 0) -> Any:
     """``value`` as JSON-ready data (see the module notes); ``other(value)`` for anything
     that is not data."""
     if depth > 200:
@@ -346,14 +382,13 @@ def _encode(value, other, depth=0):
     return other(value)
 
 
-def _need(value, kind):
-    ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
-    if not ok:
+def _need(value: object, kind: type[_T]) -> _T:
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise _ProtocolError(f"expected {kind.__name__}, got {type(value).__name__}")
     return value
 
 
-def _decode(data, ref, depth=0):
+def _decode(data: Any, ref: Callable[[dict[str, Any]], object], depth: int = 0) -> Any:
     """Inverse of :func:`_encode`: only the data types, built fresh; ``ref(data)`` for a
     ``{"ref": ...}``."""
     if depth > 200:
@@ -368,10 +403,10 @@ def _decode(data, ref, depth=0):
         import collections
     body = data[tag]
 
-    def items():
+    def items() -> list[Any]:
         return [_decode(v, ref, d) for v in _need(body, list)]
 
-    def pairs(raw):
+    def pairs(raw: object) -> list[tuple[Any, Any]]:
         return [(_decode(k, ref, d), _decode(v, ref, d)) for k, v in _need(raw, list)]
 
     if tag == "l":
@@ -425,13 +460,13 @@ def _decode(data, ref, depth=0):
 class _Pipe:
     """One end of the harness-candidate channel: a pipe to read, a pipe to write."""
 
-    def __init__(self, read_fd, write_fd):
+    def __init__(self, read_fd: int, write_fd: int) -> None:
         self.read_fd, self.write_fd = read_fd, write_fd
 
-    def fds(self):
+    def fds(self) -> tuple[int, int]:
         return (self.read_fd, self.write_fd)
 
-    def close(self):
+    def close(self) -> None:
         for fd in self.fds():
             try:  # noqa: SIM105 (no contextlib: every import is paid at each start)
                 os.close(fd)
@@ -439,7 +474,7 @@ class _Pipe:
                 pass
 
 
-def _send(pipe, message):
+def _send(pipe: _Pipe, message: object) -> None:
     data = json.dumps(message, separators=(",", ":")).encode("utf-8")
     if len(data) > _MESSAGE_LIMIT:
         raise ValueError(f"value too large to return ({len(data)} bytes encoded)")
@@ -448,8 +483,9 @@ def _send(pipe, message):
         view = view[os.write(pipe.write_fd, view) :]
 
 
-def _recv_exact(pipe, size):
-    chunks, got = [], 0
+def _recv_exact(pipe: _Pipe, size: int) -> bytes:
+    chunks: list[bytes] = []
+    got = 0
     while got < size:
         chunk = os.read(pipe.read_fd, min(size - got, 1 << 20))
         if not chunk:
@@ -459,14 +495,14 @@ def _recv_exact(pipe, size):
     return b"".join(chunks)
 
 
-def _recv(pipe):
+def _recv(pipe: _Pipe) -> Any:
     (size,) = struct.unpack(">I", _recv_exact(pipe, 4))
     if size > _MESSAGE_LIMIT:
         raise _ProtocolError(f"message of {size} bytes")
     return json.loads(_recv_exact(pipe, size))
 
 
-def _channel_ends():
+def _channel_ends() -> tuple[_Pipe, _Pipe]:
     """(harness end, candidate end) of two fresh pipes."""
     to_candidate_r, to_candidate_w = os.pipe()
     to_harness_r, to_harness_w = os.pipe()
@@ -479,11 +515,11 @@ def _channel_ends():
 class _Served:
     """The candidate's objects the harness holds proxies for (handle -> object)."""
 
-    def __init__(self):
-        self.objects = {}
-        self.handles = {}
+    def __init__(self) -> None:
+        self.objects: dict[int, Any] = {}
+        self.handles: dict[int, int] = {}
 
-    def ref(self, value):
+    def ref(self, value: object) -> dict[str, Any]:
         key = id(value)
         handle = self.handles.get(key)
         if handle is None:
@@ -492,13 +528,13 @@ class _Served:
             self.handles[key] = handle
         return {"ref": handle, "type": type(value).__name__, "call": callable(value)}
 
-    def lookup(self, data):
+    def lookup(self, data: dict[str, Any]) -> Any:
         handle = data.get("ref")
         if not isinstance(handle, int) or handle not in self.objects:
             raise _ProtocolError(f"unknown object {handle!r}")
         return self.objects[handle]
 
-    def encode(self, value):
+    def encode(self, value: object) -> Any:
         try:
             return _encode(value, self.ref)
         except RecursionError:
@@ -506,7 +542,7 @@ class _Served:
         except ValueError:
             return self.ref(value)
 
-    def answer(self, request):
+    def answer(self, request: dict[str, Any]) -> Any:
         op = request["op"]
         target = self.objects[request["h"]]
         if op == "call":
@@ -538,8 +574,8 @@ class _Served:
         raise _ProtocolError(f"unknown request {op!r}")
 
 
-def _globals_message(namespace, served):
-    names = {}
+def _globals_message(namespace: dict[str, Any], served: _Served) -> dict[str, Any]:
+    names: dict[str, Any] = {}
     for name, value in list(namespace.items()):
         if name.startswith("__"):
             continue
@@ -550,7 +586,7 @@ def _globals_message(namespace, served):
     return {"names": names}
 
 
-def _serve(sock, solution):
+def _serve(sock: _Pipe, solution: str) -> None:
     """Candidate process: run the program, send its names, then answer requests."""
     sys.set_int_max_str_digits(0) if hasattr(sys, "set_int_max_str_digits") else None
     try:
@@ -588,10 +624,10 @@ class _CandidateEnded(BaseException):
     """The candidate process ended (or closed its channel) before answering."""
 
 
-_NAMED_ERRORS: dict = {}
+_NAMED_ERRORS: dict[str, type[Exception]] = {}
 
 
-def _exception(name, message):
+def _exception(name: str, message: str) -> BaseException:
     """An exception of the builtin type ``name`` (by name only), else a plain ``Exception``
     subclass of that name; ``message`` is its ``_describe`` text."""
     prefix = f"{name}: "
@@ -610,11 +646,11 @@ def _exception(name, message):
 
 
 class _Channel:
-    def __init__(self, sock):
+    def __init__(self, sock: _Pipe) -> None:
         self.sock = sock
-        self.proxies = {}
+        self.proxies: dict[int, _Remote] = {}
 
-    def proxy(self, data):
+    def proxy(self, data: dict[str, Any]) -> _Remote:
         handle = data.get("ref")
         if not isinstance(handle, int):
             raise _ProtocolError(f"bad object handle {handle!r}")
@@ -624,14 +660,14 @@ class _Channel:
             self.proxies[handle] = found
         return found
 
-    def receive(self):
+    def receive(self) -> Any:
         try:
             return _recv(self.sock)
         except (EOFError, OSError) as exc:
             raise _CandidateEnded() from exc
 
-    def request(self, op, handle, **fields):
-        message = {"op": op, "h": handle}
+    def request(self, op: str, handle: int, **fields: object) -> Any:
+        message: dict[str, Any] = {"op": op, "h": handle}
         for key, value in fields.items():
             message[key] = _encode(value, _argument) if key != "name" else value
         try:
@@ -649,14 +685,14 @@ class _Channel:
         raise _ProtocolError("reply has neither a value nor an error")
 
 
-def _argument(value):
+def _argument(value: object) -> dict[str, Any]:
     """Harness to candidate: a proxy goes back as its handle; nothing else but data."""
     if isinstance(value, _Remote):
         return {"ref": object.__getattribute__(value, "_handle")}
     raise TypeError(f"a {type(value).__name__} cannot be passed to the program's code")
 
 
-def _typed(value, kind, what):
+def _typed(value: object, kind: type[_T], what: str) -> _T:
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise TypeError(f"{what} returned {type(value).__name__}, not {kind.__name__}")
     return value
@@ -667,62 +703,62 @@ class _Remote:
 
     __slots__ = ("__weakref__", "_callable", "_channel", "_handle", "_type")
 
-    def __init__(self, channel, handle, type_name, is_callable):
+    def __init__(self, channel: _Channel, handle: int, type_name: str, is_callable: bool) -> None:
         object.__setattr__(self, "_channel", channel)
         object.__setattr__(self, "_handle", handle)
         object.__setattr__(self, "_type", type_name)
         object.__setattr__(self, "_callable", is_callable)
 
-    def _ask(self, op, **fields):
+    def _ask(self, op: str, **fields: object) -> Any:
         return self._channel.request(op, self._handle, **fields)
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: object, **kwargs: object) -> Any:
         return self._ask("call", args=list(args), kwargs=dict(kwargs))
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         if name.startswith("__") and name.endswith("__"):
             raise AttributeError(name)
         return self._ask("getattr", name=name)
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: object) -> None:
         self._ask("setattr", name=name, value=value)
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: object) -> Any:
         return self._ask("getitem", key=key)
 
-    def __setitem__(self, key, value):
+    def __setitem__(self, key: object, value: object) -> None:
         self._ask("setitem", key=key, value=value)
 
-    def __iter__(self):
+    def __iter__(self) -> Any:
         return self._ask("iter")
 
-    def __next__(self):
+    def __next__(self) -> Any:
         return self._ask("next")
 
-    def __len__(self):
+    def __len__(self) -> int:
         return _typed(self._ask("len"), int, "__len__")
 
-    def __bool__(self):
+    def __bool__(self) -> bool:
         return _typed(self._ask("bool"), bool, "__bool__")
 
-    def __str__(self):
+    def __str__(self) -> str:
         return _typed(self._ask("str"), str, "__str__")
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         try:
             return _typed(self._ask("repr"), str, "__repr__")
         except BaseException:
             return f"<{self._type} object of the program>"
 
 
-def _literal_calls_only(name, trees):
+def _literal_calls_only(name: str, trees: list[ast.Module]) -> bool:
     """True when ``name`` appears in the tests only as ``name(<literals>)`` or as a value
     passed to a call: a program's definition of a reserved name (a builtin, a standard
     module) then sees nothing the tests compute from the program's other answers."""
     import ast
 
     for tree in trees:
-        allowed = set()
+        allowed: set[int] = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Call):
                 if isinstance(node.func, ast.Name) and node.func.id == name:
@@ -735,13 +771,17 @@ def _literal_calls_only(name, trees):
                     allowed.add(id(node.func))
                 allowed.update(id(a) for a in node.args if isinstance(a, ast.Name))
         for node in ast.walk(tree):
-            named = isinstance(node, ast.Name) and node.id == name
-            if named and id(node) not in allowed and isinstance(node.ctx, ast.Load):
+            if (
+                isinstance(node, ast.Name)
+                and node.id == name
+                and id(node) not in allowed
+                and isinstance(node.ctx, ast.Load)
+            ):
                 return False
     return True
 
 
-def _standard_module(name):
+def _standard_module(name: str) -> ModuleType | None:
     if name.split(".")[0] not in sys.stdlib_module_names:
         return None
     try:
@@ -750,12 +790,12 @@ def _standard_module(name):
         return None
 
 
-def _program_names(message, channel, tests):
+def _program_names(message: dict[str, Any], channel: _Channel, tests: list[str]) -> dict[str, Any]:
     """The harness's bindings for the program's names: data as data, modules as the
     standard module of that name, others as proxies. A name the tests would otherwise get
     from builtins or the standard library is the program's only where the tests call it
     with literal arguments (:func:`_literal_calls_only`)."""
-    names = {}
+    names: dict[str, Any] = {}
     text = "\n".join(tests)
     for name, data in _need(message.get("names"), dict).items():
         if not isinstance(name, str) or name.startswith("__") or name not in text:
@@ -775,10 +815,10 @@ def _program_names(message, channel, tests):
     return names
 
 
-def _parse_tests(tests):
+def _parse_tests(tests: list[str]) -> list[ast.Module]:
     import ast
 
-    trees = []
+    trees: list[ast.Module] = []
     for test in tests:
         try:  # noqa: SIM105
             trees.append(ast.parse(test))
@@ -787,8 +827,13 @@ def _parse_tests(tests):
     return trees
 
 
-def _run_tests(channel, tests):
-    outcome = {"stage": "compile", "tests_run": 0, "tests_passed": 0, "failure": None}
+def _run_tests(channel: _Channel, tests: list[str]) -> dict[str, Any]:
+    outcome: dict[str, Any] = {
+        "stage": "compile",
+        "tests_run": 0,
+        "tests_passed": 0,
+        "failure": None,
+    }
     try:
         loaded = channel.receive()
         if not isinstance(loaded, dict):
@@ -830,13 +875,13 @@ def _run_tests(channel, tests):
 # --------------------------------------------------------------------------- processes
 
 
-def _redirect(fd, path, flags):
+def _redirect(fd: int, path: str, flags: int) -> None:
     new = os.open(path, flags)
     os.dup2(new, fd)
     os.close(new)
 
 
-def _harness(job, sock, out):
+def _harness(job: _Job, sock: _Pipe, out: TextIO) -> dict[str, Any] | None:
     """The harness's part (init once the candidate is started): drop privileges, run the
     tests, write the report; the report, or None when a setup failure was written."""
     if job["isolate"]:
@@ -865,7 +910,7 @@ def _harness(job, sock, out):
     return outcome
 
 
-def _confine_candidate(job):
+def _confine_candidate(job: _Job) -> None:
     """The candidate as nobody in a user namespace of its own, no capabilities, limits,
     in its private /tmp."""
     workdir = job["workdir"]
@@ -879,7 +924,7 @@ def _confine_candidate(job):
     _set_limits(job["limits"])
 
 
-def _candidate(job, sock):
+def _candidate(job: _Job, sock: _Pipe) -> NoReturn:
     """Candidate process body (never returns)."""
     code = 0
     try:
@@ -910,13 +955,13 @@ def _candidate(job, sock):
     os._exit(code)
 
 
-def _status(status):
+def _status(status: int) -> int:
     if os.WIFEXITED(status):
         return os.WEXITSTATUS(status)
     return 128 + os.WTERMSIG(status)
 
 
-def _candidate_status(pid, cpu_s):
+def _candidate_status(pid: int, cpu_s: int) -> int | None:
     """Wait for the candidate; its status, a CPU-limit kill shown as SIGXCPU (as its PID
     namespace's first process, the kernel drops the soft limit's SIGXCPU and kills it with
     SIGKILL at the hard limit)."""
@@ -932,7 +977,7 @@ def _candidate_status(pid, cpu_s):
             return _status(status)
 
 
-def _init(job, out):
+def _init(job: _Job, out: TextIO) -> NoReturn:
     """First process of the PID namespace (never returns): the root filesystem, the
     candidate, then the harness's part here; its exit ends everything else."""
     try:
@@ -965,8 +1010,8 @@ def _init(job, out):
     os._exit(code)
 
 
-def main():
-    job = json.loads(sys.stdin.buffer.read())
+def main() -> NoReturn:
+    job: _Job = json.loads(sys.stdin.buffer.read())
     job["host_root"] = False  # inside a new user namespace everyone is root
     out = os.fdopen(int(job["result_fd"]), "w", encoding="utf-8")
     try:

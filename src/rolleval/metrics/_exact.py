@@ -11,13 +11,14 @@ cancellation, no ``1 - cdf``).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 from ._validate import _as_tau, _threshold, _validate_counts
 
 __all__ = ["g_pass_at_k", "mg_pass_at_k", "pass_at_k", "pass_hat_k"]
 
 
-def _upper_tail_terms(n: int, c: int, k: int, m: int):
+def _upper_tail_terms(n: int, c: int, k: int, m: int) -> Iterator[tuple[int, int]]:
     """Yield ``(j, C(c, j) * C(n - c, k - j))`` for ``j = max(m, k - (n - c)) .. min(c, k)``.
 
     The sum of the yielded terms over ``C(n, k)`` is ``P(X >= m)``. Terms follow the exact

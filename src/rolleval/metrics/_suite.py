@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, Literal
@@ -231,7 +231,7 @@ class SuiteMetrics:
     def __getitem__(self, name: str) -> MetricValue:
         return self.metrics[name]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[str]:
         return iter(self.metrics)
 
     def __len__(self) -> int:

@@ -414,7 +414,10 @@ class BaselineTask(RecordPart):
 
 
 class BaselineFile(FileModel):
-    """A compact baseline (``rolleval baseline save``): enough to compare and gate against."""
+    """A compact baseline (``rolleval baseline save``): enough to compare and gate against.
+    Frozen (what :func:`rolleval.compare.save_baseline` returns)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     kind: ClassVar[str] = "baseline schema"
     current_version: ClassVar[int] = BASELINE_SCHEMA

@@ -409,7 +409,11 @@ class JsonlChunks:
         )
 
     def _decode(
-        self, one: msgspec.json.Decoder, many: msgspec.json.Decoder, body: bytes, before: int
+        self,
+        one: msgspec.json.Decoder[Any],
+        many: msgspec.json.Decoder[Any],
+        body: bytes,
+        before: int,
     ) -> tuple[list[Any], Sequence[int]]:
         """Decode complete lines (``body`` ends with a newline) that follow line ``before``."""
         path, fix = self.path, self.fix
@@ -449,7 +453,7 @@ def _check_utf8(chunk: bytes, path: Path, lines_before: int, fix: str) -> None:
 
 
 def _decode_line(
-    decoder: msgspec.json.Decoder, line: bytes, path: Path, number: int, fix: str
+    decoder: msgspec.json.Decoder[Any], line: bytes, path: Path, number: int, fix: str
 ) -> Any:
     """Decode one line, turning decoder errors into a :class:`DataError` naming the line."""
     try:

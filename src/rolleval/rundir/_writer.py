@@ -118,7 +118,7 @@ class TaskWriter:
     def _appender(self, which: str) -> JsonlAppender:
         if self.closed:
             raise RuntimeError(f"task writer {self.name!r} is closed")
-        app = getattr(self, which)
+        app: JsonlAppender | None = getattr(self, which)
         if app is None:
             path = {
                 "_prompts": self.files.prompts,

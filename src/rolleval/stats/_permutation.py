@@ -326,4 +326,5 @@ def min_attainable_pvalue(
     if not _is_exact(args.n_problems, args.n_resamples):
         return 1.0 / (args.n_resamples + 1)
     extreme = 2 if args.alternative == "two-sided" else 1
-    return min(1.0, extreme / 2**args.n_problems)
+    sign_vectors: int = 2**args.n_problems
+    return min(1.0, extreme / sign_vectors)

@@ -91,7 +91,13 @@ class _PlanArgs(NamedTuple):
 
 
 def _plan(
-    omega2, sigma2_baseline, k_baseline, sigma2_candidate, k_candidate, alpha, power
+    omega2: object,
+    sigma2_baseline: object,
+    k_baseline: object,
+    sigma2_candidate: object,
+    k_candidate: object,
+    alpha: object,
+    power: object,
 ) -> _PlanArgs:
     design = _design(omega2, sigma2_baseline, sigma2_candidate, alpha, power)
     k_a_ = check_positive(k_baseline, "k_baseline")
@@ -106,8 +112,15 @@ class _RequiredProblemsArgs(NamedTuple):
 
 
 def _validate_required_problems(
-    delta, omega2, sigma2_baseline, k_baseline, sigma2_candidate, k_candidate, alpha, power
-):
+    delta: object,
+    omega2: object,
+    sigma2_baseline: object,
+    k_baseline: object,
+    sigma2_candidate: object,
+    k_candidate: object,
+    alpha: object,
+    power: object,
+) -> _RequiredProblemsArgs:
     delta_ = check_positive(delta, "delta")
     return _RequiredProblemsArgs(
         delta_,
@@ -197,8 +210,15 @@ class _MdeArgs(NamedTuple):
 
 
 def _validate_minimum_detectable_effect(
-    n_problems, omega2, sigma2_baseline, k_baseline, sigma2_candidate, k_candidate, alpha, power
-):
+    n_problems: object,
+    omega2: object,
+    sigma2_baseline: object,
+    k_baseline: object,
+    sigma2_candidate: object,
+    k_candidate: object,
+    alpha: object,
+    power: object,
+) -> _MdeArgs:
     n_problems_ = check_count(n_problems, "n_problems", minimum=1)
     return _MdeArgs(
         n_problems_,
@@ -269,8 +289,14 @@ class _RolloutsArgs(NamedTuple):
 
 
 def _validate_required_rollouts(
-    delta, n_problems, omega2, sigma2_baseline, sigma2_candidate, alpha, power
-):
+    delta: object,
+    n_problems: object,
+    omega2: object,
+    sigma2_baseline: object,
+    sigma2_candidate: object,
+    alpha: object,
+    power: object,
+) -> _RolloutsArgs:
     return _RolloutsArgs(
         check_positive(delta, "delta"),
         check_count(n_problems, "n_problems", minimum=1),

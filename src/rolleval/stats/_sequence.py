@@ -207,13 +207,15 @@ def _bounds_block(
         mm = m[:, None]
         with np.errstate(divide="ignore"):
             bet = np.minimum(ls, c / mm)
-        return np.where(mask, np.log1p(bet * (xs - mm)), 0.0).sum(axis=1)
+        logs: np.ndarray = np.where(mask, np.log1p(bet * (xs - mm)), 0.0).sum(axis=1)
+        return logs
 
     def log_neg(m: np.ndarray) -> np.ndarray:  # log K-(m), one m per look
         mm = m[:, None]
         with np.errstate(divide="ignore"):
             bet = np.minimum(ls, c / (1.0 - mm))
-        return np.where(mask, np.log1p(-bet * (xs - mm)), 0.0).sum(axis=1)
+        logs: np.ndarray = np.where(mask, np.log1p(-bet * (xs - mm)), 0.0).sum(axis=1)
+        return logs
 
     k = looks.size
     # lower: sup{m : K+(m) >= 2/alpha}, K+ nonincreasing: lo stays rejected, hi does not.

@@ -16,6 +16,7 @@ Arrow metadata is a FlatBuffer; :class:`_Table` decodes just the parts read here
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,7 +71,8 @@ class _Table:
         return struct.unpack_from("<" + fmt, self.buf, at)[0] if at else default
 
     def _indirect(self, at: int) -> int:
-        return at + struct.unpack_from("<I", self.buf, at)[0]
+        offset: int = struct.unpack_from("<I", self.buf, at)[0]
+        return at + offset
 
     def table(self, index: int) -> _Table | None:
         at = self._field(index)
@@ -194,7 +196,7 @@ def _decode(fld: _Field, body: _Body) -> list[Any]:
     raise DataError(f"column {fld.name!r} has Arrow type #{t}, which this reader does not support")
 
 
-def _messages(data: bytes, path: Path):
+def _messages(data: bytes, path: Path) -> Iterator[tuple[_Table, bytes]]:
     """Yield ``(message table, body bytes)`` for each message of an IPC stream."""
     pos = 0
     while pos + 4 <= len(data):

@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
@@ -416,7 +416,7 @@ def _nq_open(files: list[Path]) -> Rows:
 @functools.lru_cache(maxsize=1)
 def _declarations() -> dict[str, dict[str, Any]]:
     text = (Path(__file__).parent / "builtin.yaml").read_text(encoding="utf-8")
-    return yaml.safe_load(text)
+    return cast("dict[str, dict[str, Any]]", yaml.safe_load(text))
 
 
 def _builtin_spec(name: str, decl: dict[str, Any], *, where: str | None = None) -> TaskSpec:
@@ -460,7 +460,7 @@ def preset_config(name: str) -> dict[str, Any]:
     """
     declarations = _declarations()
     if name in declarations["presets"]:
-        cfg = copy.deepcopy(declarations["presets"][name])
+        cfg: dict[str, Any] = copy.deepcopy(declarations["presets"][name])
         cfg.pop("example", None)
         return cfg
     if name in declarations["tasks"]:

@@ -33,8 +33,9 @@ class ServerRequest:
     def prompt_text(self) -> str:
         """The prompt as one string: the ``prompt`` field, or all message contents joined."""
         body = self.json if isinstance(self.json, dict) else {}
-        if isinstance(body.get("prompt"), str):
-            return body["prompt"]
+        prompt = body.get("prompt")
+        if isinstance(prompt, str):
+            return prompt
         messages = body.get("messages") or []
         return "\n".join(
             m["content"]
