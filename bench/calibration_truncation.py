@@ -18,9 +18,19 @@ p_i unless truncated (then wrong, whatever it would have said).
   were infra errors, excluded from the denominator: the drop was invisible.)
 * ``power10``: the same with the baseline truncating 10% and the candidate 20% (a drop of
   0.05, so the planned size is in the usual range, T of about 190).
+* ``small``: the planner's predicted power at small sizes (T = 10, 19, 40) against the power
+  simulated here, for the ``power`` scenario. The prediction is ``plan``'s: at 100 problems
+  or fewer, a simulation of compare's rule on runs drawn from the pilot pair
+  (``rolleval.compare._smallplan``), ``--sims`` draws of its own seed stream. The two must
+  agree within 2 SE of their difference; the normal and the t (T - 1 degrees of freedom)
+  approximations are printed beside them for reference.
+
+The ``power`` sizes are ``plan``'s: the normal size, then, at 100 problems or fewer, grown
+until the simulated rule reaches 0.80 (``small_sample_problems``).
 
     python bench/calibration_truncation.py [--sims 2000 --problems 200 --rollouts 8
-                                            --resamples 2000 --seed 0] [--only aa,power,power10]
+                                            --resamples 2000 --seed 0]
+                                           [--only aa,power,power10,small]
 
 Exit 0 when every checked rate is within its target, 1 otherwise.
 """
@@ -30,14 +40,23 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
+from scipy import stats
 
 from rolleval.compare._frame import frame_from_table
 from rolleval.compare._runs import compare_frames
+from rolleval.compare._smallplan import (
+    SMALL_T,
+    SimulatedPower,
+    TruthModel,
+    regression_power_by_simulation,
+    small_sample_problems,
+    truth_model,
+)
 from rolleval.rundir._table import build_task_table
-from rolleval.stats import paired_variance_components, required_problems
+from rolleval.stats import paired_variance_components, regression_power, required_problems
 
 ALPHA = 0.05
 THRESHOLD = 0.02
@@ -85,19 +104,47 @@ def _sides(
     return _frame(base, tb, "baseline"), _frame(cand, tc, "candidate"), base & ~tb, cand & ~tc
 
 
-def planned_size(name: str, *, rollouts: int, seed: int) -> tuple[int, float]:
+class Plan(NamedTuple):
+    normal: int
+    planned: int
+    predicted: SimulatedPower | None
+    delta: float
+    variance: float
+    truth: TruthModel
+
+
+def planned_size(name: str, *, rollouts: int, seed: int, resamples: int, sims: int) -> Plan:
     """The plan's size for power scenario ``name`` from one pilot pair at T = 200: the
     expected drop delta = (candidate share - baseline share) * E[p] and the pilot's paired
-    variance components."""
+    variance components give the normal size; at SMALL_T problems or fewer it grows until
+    the simulated rule reaches 0.80 (as ``rolleval plan`` does)."""
     base_share, cand_share = POWER[name]
     rng = np.random.default_rng(np.random.SeedSequence([seed, 19, 0]))
     _, _, b, c = _sides(rng, 200, rollouts, base_share, cand_share)
     n = np.full(200, rollouts)
     vc = paired_variance_components(b.sum(1), n, c.sum(1), n)
+    kw = vc.power_kwargs()
+    variance = (
+        kw["omega2"]
+        + kw["sigma2_baseline"] / kw["k_baseline"]
+        + kw["sigma2_candidate"] / kw["k_candidate"]
+    )
     delta = (cand_share - base_share) * 0.5
-    return required_problems(
-        delta, alpha=ALPHA, power=0.8, threshold=THRESHOLD, **vc.power_kwargs()
-    ), delta
+    normal = required_problems(delta, alpha=ALPHA, power=0.8, threshold=THRESHOLD, **kw)
+    truth = truth_model(b.sum(1), n, delta, c.sum(1), n)
+    if normal > SMALL_T:
+        return Plan(normal, normal, None, delta, variance, truth)
+    sim = small_sample_problems(
+        truth,
+        normal,
+        power=0.8,
+        threshold=THRESHOLD,
+        alpha=ALPHA,
+        n_resamples=resamples,
+        n_sims=sims,
+        rng=seed,
+    )
+    return Plan(normal, sim.problems, sim, delta, variance, truth)
 
 
 def scenario(
@@ -131,6 +178,40 @@ def _line(label: str, hits: int, sims: int, target: float, at_most: bool) -> boo
     return ok
 
 
+SMALL_SIZES = (10, 19, 40)
+
+
+def _small_row(plan: Plan, t: int, args: argparse.Namespace, common: dict) -> bool:
+    """Predicted (the plan's simulated rule, from the pilot) against simulated power at
+    ``t`` problems: within 2 SE of the difference."""
+    pred = regression_power_by_simulation(
+        plan.truth,
+        t,
+        threshold=THRESHOLD,
+        alpha=ALPHA,
+        n_resamples=args.resamples,
+        n_sims=args.sims,
+        rng=args.seed + 1000,
+    )
+    counts = scenario("power", problems=t, seed=args.seed, **common)
+    r = counts.get("regression", 0) / args.sims
+    se = math.sqrt(r * (1 - r) / args.sims)
+    both = math.sqrt(se * se + pred.se * pred.se)
+    ok = abs(r - pred.power) <= 2 * both
+    s = math.sqrt(plan.variance / t)
+    normal = regression_power(plan.delta, se=s, threshold=THRESHOLD, alpha=ALPHA)
+    nc = plan.delta / s
+    t_power = float(stats.nct.sf(stats.t.ppf(1 - ALPHA / 2, t - 1), t - 1, nc))
+    print(
+        f"calibration: T={t}, baseline truncates 5%, candidate 35%: regression {r:.3f} "
+        f"(SE {se:.3f}); plan predicts {pred.power:.3f} (SE {pred.se:.3f}) "
+        f"[target |difference| <= 2 SE = {2 * both:.3f}] [{'ok' if ok else 'FAIL'}]; "
+        f"[info] normal {normal:.3f}, t with {t - 1} df {t_power:.3f}",
+        flush=True,
+    )
+    return ok
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sims", type=int, default=2000)
@@ -138,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rollouts", type=int, default=8)
     ap.add_argument("--resamples", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--only", default="aa,power,power10")
+    ap.add_argument("--only", default="aa,power,power10,small")
     args = ap.parse_args(argv)
     only = set(args.only.split(","))
     start = time.perf_counter()
@@ -160,14 +241,21 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
         print(f"calibration:   verdicts {dict(sorted(counts.items()))}")
+    plan_kw = {"rollouts": args.rollouts, "seed": args.seed, "resamples": args.resamples}
     for name in [n for n in POWER if n in only]:
-        t, delta = planned_size(name, rollouts=args.rollouts, seed=args.seed)
-        counts = scenario(name, problems=t, seed=args.seed, **common)
+        plan = planned_size(name, sims=args.sims, **plan_kw)
+        counts = scenario(name, problems=plan.planned, seed=args.seed, **common)
         base_share, cand_share = POWER[name]
+        predicted = (
+            "normal approximation"
+            if plan.predicted is None
+            else f"simulated rule {plan.predicted.power:.3f}, normal size {plan.normal}"
+        )
         results.append(
             _line(
                 f"baseline truncates {base_share:.0%}, candidate {cand_share:.0%} "
-                f"(expected drop {delta:.3f}), planned T={t}: regression",
+                f"(expected drop {plan.delta:.3f}), planned T={plan.planned} ({predicted}): "
+                "regression",
                 counts.get("regression", 0),
                 args.sims,
                 0.80,
@@ -175,6 +263,10 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
         print(f"calibration:   verdicts {dict(sorted(counts.items()))}")
+    if "small" in only:
+        plan = planned_size("power", sims=args.sims, **plan_kw)
+        for t in SMALL_SIZES:
+            results.append(_small_row(plan, t, args, common))
     print(f"calibration: done in {time.perf_counter() - start:.0f} s")
     return 0 if all(results) else 1
 

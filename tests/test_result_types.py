@@ -45,7 +45,9 @@ PLAN_TASK_KEYS = [
     "regression_power_current",
     "required_problems_significance",
     "equivalence_problems",
+    "required_problems_normal",
     "required_problems",
+    "power_planned",
     "required_rollouts_at_current_problems",
 ]
 PLAN_UNAVAILABLE_KEYS = ["problems", "components", "assumption", "status", "reason"]

@@ -5,7 +5,13 @@ from __future__ import annotations
 import click
 
 from ._app import cli
-from ._options import alpha_option, format_option, power_option, tasks_option
+from ._options import (
+    alpha_option,
+    format_option,
+    n_resamples_option,
+    power_option,
+    tasks_option,
+)
 
 
 @cli.command("plan")
@@ -48,6 +54,7 @@ from ._options import alpha_option, format_option, power_option, tasks_option
     "--sims", type=click.IntRange(min=1), default=1000, show_default=True, help="Simulations."
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the simulations.")
+@n_resamples_option
 @format_option()
 def plan_cmd(
     pilot: str,
@@ -61,10 +68,12 @@ def plan_cmd(
     max_problems: int | None,
     sims: int,
     seed: int,
+    n_resamples: int,
     fmt: str,
 ) -> int:
     """Problems and rollouts per problem at which `rolleval compare` says REGRESSION for a
-    true pass@1 drop of EFFECT (significant and at least THRESHOLD; Miller 2024)."""
+    true pass@1 drop of EFFECT (significant and at least THRESHOLD; Miller 2024). A size of
+    100 problems or fewer is checked by simulating compare's rule (--sims, --n-resamples)."""
     import orjson
 
     from .._report._render import render_plan
@@ -82,6 +91,7 @@ def plan_cmd(
         max_problems=max_problems,
         n_sims=sims,
         rng=seed,
+        n_resamples=n_resamples,
     )
     if fmt == "json":
         click.echo(orjson.dumps(res.to_dict(), option=orjson.OPT_INDENT_2).decode())

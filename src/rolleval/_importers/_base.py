@@ -167,11 +167,14 @@ def with_clusters(judgements: list[JudgementRecord]) -> list[JudgementRecord]:
     ]
 
 
-def thought_fields(rollout: RolloutRecord) -> dict[str, Any]:
+def thought_fields(
+    rollout: RolloutRecord, thinking: tuple[str, str] | None = None
+) -> dict[str, Any]:
     """The judgement's thought health of an imported rollout (``reasoning_tokens``,
-    ``thought_chars``, ``answer_chars``, ``in_thought``), by the default thinking delimiters
-    an imported task is stored with: the same fields :func:`~rolleval.records.make_judgement`
-    writes, so an imported reasoning run reports its thought like a run of rolleval's own."""
+    ``thought_chars``, ``answer_chars``, ``in_thought``), by the thinking delimiters the
+    imported task is stored with (``thinking``; default the default delimiters): the same
+    fields :func:`~rolleval.records.make_judgement` writes, so an imported reasoning run
+    reports its thought like a run of rolleval's own."""
     from ..grading import split_thought
     from ..records import DEFAULT_THINKING
 
@@ -180,7 +183,7 @@ def thought_fields(rollout: RolloutRecord) -> dict[str, Any]:
         out["reasoning_tokens"] = rollout.usage.reasoning_tokens
     if rollout.status != "ok" or rollout.options is not None:
         return out
-    split = split_thought(rollout.text, rollout.reasoning, DEFAULT_THINKING)
+    split = split_thought(rollout.text, rollout.reasoning, thinking or DEFAULT_THINKING)
     if split.thought_chars is not None:
         out["thought_chars"] = split.thought_chars
         out["answer_chars"] = split.answer_chars

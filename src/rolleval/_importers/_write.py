@@ -24,6 +24,7 @@ from .._report._build import InferenceSettings, task_report_of_columns
 from .._version import __version__
 from ..errors import UsageError
 from ..records import (
+    DEFAULT_THINKING,
     RunManifest,
     RunSummary,
     TaskSettings,
@@ -300,6 +301,9 @@ def write_imported_run(
                     "n_rollouts": None,
                     "denominator_policy": "judged",
                     "score_key": "correct",
+                    # a new task's delimiters (docs/importers.md): without them the settings
+                    # read as a task.json before schema 4, graded whole
+                    "thinking": list(DEFAULT_THINKING),
                     **task.settings,
                     "n_problems": n_problems,
                 },

@@ -293,7 +293,8 @@ def render_plan(res: dict[str, Any]) -> str:
     lines = [
         f"rolleval plan: the regression verdict at a true pass@1 drop of {res['effect']:g} "
         f"against the threshold {res['threshold']:g}, with power {res['power']:g} at alpha "
-        f"{res['alpha']:g} (paired over problems, normal approximation)"
+        f"{res['alpha']:g} (paired over problems; normal approximation, and a simulation of "
+        "compare's rule at 100 problems or fewer)"
     ]
     if res.get("note"):
         lines.append(f"  NOTE: {res['note']}")
@@ -317,6 +318,7 @@ def render_plan(res: dict[str, Any]) -> str:
                 f"problem: {e['required_problems']} (for significance alone: "
                 f"{e['required_problems_significance']})"
             )
+            lines.append(_planned_power_line(e))
             r = e["required_rollouts_at_current_problems"]
             lines.append(
                 f"  rollouts per problem needed at {e['problems']} problems: "
@@ -347,6 +349,25 @@ def render_plan(res: dict[str, Any]) -> str:
             f"\ntask {name}: in the pilot, not in the candidate: N/A (nothing to pair it with)"
         )
     return "\n".join(_fit(line) for line in lines)
+
+
+def _planned_power_line(e: dict[str, Any]) -> str:
+    """The predicted chance of the verdict at the planned size, and how it was found."""
+    pp = e.get("power_planned") or {}
+    if pp.get("power") is None:
+        return "  predicted chance of the regression verdict at that size: N/A (no variance)"
+    if pp.get("sims"):
+        normal = e.get("required_problems_normal")
+        return (
+            f"  predicted chance of the regression verdict at {e['required_problems']} "
+            f"problems: {pp['power']:.3f} (SE {pp['se']:.3f}, {pp['sims']} simulations of "
+            f"compare's rule; the normal approximation said {normal} problems, optimistic "
+            "at this size)"
+        )
+    return (
+        f"  predicted chance of the regression verdict at {e['required_problems']} problems: "
+        f"{pp['power']:.3f} (normal approximation)" + (f"; {pp['note']}" if pp.get("note") else "")
+    )
 
 
 def _fit(line: str) -> str:

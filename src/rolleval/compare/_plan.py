@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ..errors import UsageError
 from ..stats import (
@@ -25,6 +25,7 @@ from ..stats import (
 )
 from ._align import align_frames
 from ._frame import load_frames, resolve_tasks
+from ._smallplan import SMALL_T, small_sample_problems, truth_model
 
 __all__ = ["PlanResult", "TaskPlan", "plan_runs"]
 
@@ -69,6 +70,12 @@ class TaskPlan:
     required_rollouts_at_current_problems : int or None
         Rollouts per problem for the regression verdict at ``T`` problems (None: not
         reachable by rollouts alone, or no size is given).
+    required_problems_normal : int or None
+        The normal approximation's problems for the regression verdict (``required_problems``
+        is this, or at sizes up to 100 the size a simulation of compare's own rule needs).
+    power_planned : dict or None
+        The power at ``required_problems`` and how it was found (``power``, ``se``, ``sims``,
+        ``method``).
     sequential : dict or None
         The simulated sequential run (``sequential=True``): ``sims``, ``budget``,
         ``round_problems``, ``mean_problems``, ``p90_problems``, the share of each verdict
@@ -87,6 +94,8 @@ class TaskPlan:
     required_problems: int | None = None
     required_rollouts_at_current_problems: int | None = None
     sequential: dict[str, Any] | None = None
+    required_problems_normal: int | None = None
+    power_planned: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict: the task's entry in ``rolleval plan --format json`` (the sizes
@@ -102,7 +111,9 @@ class TaskPlan:
             out["regression_power_current"] = self.regression_power_current
             out["required_problems_significance"] = self.required_problems_significance
             out["equivalence_problems"] = self.equivalence_problems
+            out["required_problems_normal"] = self.required_problems_normal
             out["required_problems"] = self.required_problems
+            out["power_planned"] = self.power_planned
             out["required_rollouts_at_current_problems"] = (
                 self.required_rollouts_at_current_problems
             )
@@ -171,6 +182,68 @@ class PlanResult:
         return out
 
 
+class _Target(NamedTuple):
+    effect: float
+    threshold: float
+    alpha: float
+    power: float
+    n_resamples: int
+    n_sims: int
+    rng: int
+
+
+def _planned(normal: int, variance: float, frames: Any, target: _Target) -> tuple[int, dict[str, Any]]:
+    """``(required_problems, power_planned)``: the normal size and its normal power, or, at
+    most :data:`SMALL_T` problems, the size at which compare's own rule reaches the power in
+    simulation (:func:`small_sample_problems`)."""
+    eff, tau, alpha = target.effect, target.threshold, target.alpha
+    se = math.sqrt(variance / normal)
+    normal_power = {
+        "power": regression_power(eff, se=se, threshold=tau, alpha=alpha) if se > 0 else None,
+        "se": None,
+        "sims": None,
+        "method": "normal approximation",
+    }
+    if normal > SMALL_T:
+        return normal, normal_power
+    if isinstance(frames, tuple):
+        base, cand, al = frames
+        truth_args: tuple[Any, ...] = (
+            base.c[al.pos_baseline],
+            base.n[al.pos_baseline],
+            eff,
+            cand.c[al.pos_candidate],
+            cand.n[al.pos_candidate],
+        )
+    else:
+        keep = frames.n >= 2
+        truth_args = (frames.c[keep], frames.n[keep], eff)
+    try:
+        truth = truth_model(*truth_args)
+    except UsageError as exc:
+        return normal, {**normal_power, "note": f"no simulation: {exc}"}
+    sim = small_sample_problems(
+        truth,
+        normal,
+        power=target.power,
+        threshold=tau,
+        alpha=alpha,
+        n_resamples=target.n_resamples,
+        n_sims=target.n_sims,
+        rng=target.rng,
+    )
+    return sim.problems, {
+        "power": sim.power,
+        "se": sim.se,
+        "sims": sim.sims,
+        "method": (
+            f"simulation of compare's rule (sign-flip test and bootstrap, B = "
+            f"{target.n_resamples}) on runs drawn from the pilot: the normal approximation "
+            f"is optimistic at {SMALL_T} problems or fewer"
+        ),
+    }
+
+
 def _check(effect: float, threshold: float, alpha: float, power: float) -> None:
     for name, value in (("effect", effect), ("alpha", alpha), ("power", power)):
         if not isinstance(value, (int, float)) or not math.isfinite(value):
@@ -199,6 +272,7 @@ def plan_runs(
     round_problems: int = 10,
     n_sims: int = 1000,
     rng: int = 0,
+    n_resamples: int = 10_000,
 ) -> PlanResult:
     r"""Sizes at which ``rolleval compare`` gives ``regression`` for a true drop of ``effect``.
 
@@ -217,6 +291,16 @@ def plan_runs(
 
     A drop of at most the threshold (``delta <= tau``) is flagged at most about half the
     time (exactly ``tau``: 1/2) whatever the size; the plan then says so and gives no size.
+
+    Small sizes. The normal approximation is optimistic at few problems: the verdict's
+    sign-flip test on lattice-valued pass@1 is more conservative than a normal (or t) test.
+    When the normal size is at most :data:`~._smallplan.SMALL_T` (100) problems, the plan
+    simulates the verdict itself (:func:`rolleval.compare.paired_compare` with
+    ``n_resamples``) on ``n_sims`` pairs of runs drawn from the pilot
+    (:func:`._smallplan.truth_model`: shrunk pilot rates, the candidate shifted to the drop)
+    and grows the size until the simulated power reaches ``power``
+    (:func:`._smallplan.small_sample_problems`); ``power_planned`` says which method gave
+    the figure, with its Monte Carlo SE.
 
     With one pilot run the candidate is assumed to shift every problem equally
     (``omega2 = 0``) and to have the pilot's within-problem variance: the sizes are lower
@@ -374,11 +458,18 @@ def plan_runs(
         entry["equivalence_problems"] = required_problems(threshold, alpha=alpha, power=power, **kw)
         if below:
             entry["required_problems"] = None
+            entry["required_problems_normal"] = None
+            entry["power_planned"] = None
             entry["required_rollouts_at_current_problems"] = None
             entry["reason"] = out["note"]
         else:
-            entry["required_problems"] = required_problems(
-                effect, alpha=alpha, power=power, threshold=threshold, **kw
+            normal = required_problems(effect, alpha=alpha, power=power, threshold=threshold, **kw)
+            entry["required_problems_normal"] = normal
+            entry["required_problems"], entry["power_planned"] = _planned(
+                normal,
+                variance,
+                pilot_frame if by_candidate is None else (pilot_frame, by_candidate[name], al),
+                _Target(effect, threshold, alpha, power, n_resamples, n_sims, rng),
             )
             entry["required_rollouts_at_current_problems"] = required_rollouts(
                 effect,

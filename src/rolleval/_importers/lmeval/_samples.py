@@ -30,12 +30,14 @@ from .._base import (
     check_unique,
     make_prompt,
     source_error,
+    thought_fields,
     with_clusters,
 )
 from .._batch import LineBatch
 from .._io import head_bytes, parse_jsonl_line, read_json_file
 from ._parallel import Chunk, Converted, serial_chunks, usable_cpus
 from ._strict import LINE_KEYS, StrictChunks, StrictSpec, apply, strict_spec
+from ._thinking import think_end_token, thinking_pair
 
 __all__ = ["LmEvalReader"]
 
@@ -227,6 +229,12 @@ class _Samples:
         self.version = (results.get("versions") or {}).get(self.name)
         self.identity: str | None = None
         self._take_first: dict[str, bool | None] = {}
+        self.think_end = think_end_token(results.get("config"))
+        self.thinking = thinking_pair(self.think_end) if isinstance(self.think_end, str) else None
+        """The task's thinking delimiters from lm-eval's ``think_end_token`` (None: not set,
+        or a token id): see :mod:`._thinking`."""
+        self.unclosed = 0
+        self.unstripped = 0
 
     def take_first_for(self, fname: str) -> bool | None:
         if fname not in self._take_first:
@@ -353,11 +361,35 @@ class _Samples:
                 )
             self.left_out += n - 1
         text = texts[0] if texts else None
-        return (
-            prompt_record,
-            [RolloutRecord(problem_id=pid, index=0, status="ok", text=text)],
-            with_clusters([_judgement(pid, 0, fv, filtered, identity, unmapped, True)]),
-        )
+        rollout = RolloutRecord(problem_id=pid, index=0, status="ok", text=text)
+        judgement = _judgement(pid, 0, fv, filtered, identity, unmapped, True)
+        if self.thinking is not None and text is not None:
+            judgement = self._thought(rollout, judgement)
+        return prompt_record, [rollout], with_clusters([judgement])
+
+    def _thought(self, rollout: RolloutRecord, judgement: JudgementRecord) -> JudgementRecord:
+        """lm-eval's verdict of a text under ``think_end_token`` (see :mod:`._thinking`): a
+        thought opened and never closed is no answer, whatever lm-eval scored; the thought
+        health fields by the task's delimiters."""
+        from ...grading import NO_ANSWER
+
+        assert self.thinking is not None and rollout.text is not None
+        fields = thought_fields(rollout, self.thinking)
+        if self.thinking[1] in rollout.text:
+            self.unstripped += 1
+        if fields.get("in_thought"):
+            self.unclosed += 1
+            return judgement.model_copy(
+                update={
+                    "correct": NO_ANSWER.correct,
+                    "extracted": NO_ANSWER.extracted,
+                    "cluster": NO_ANSWER.cluster,
+                    "score": None,
+                    "grader_error": None,
+                    **fields,
+                }
+            )
+        return judgement.model_copy(update=fields)
 
     def strict(self, first_line: dict[str, Any]) -> StrictSpec | None:
         """The column path's spec for the lines after ``first_line`` (read by :meth:`line`),
@@ -370,6 +402,7 @@ class _Samples:
         resps = first_line.get("resps")
         if (
             self.regrade is not None
+            or self.thinking is not None  # each text is split: the generic path
             or not isinstance(metrics, list)
             or not all(isinstance(m, str) for m in metrics)
             or len(set(metrics)) != len(metrics)
@@ -387,6 +420,36 @@ class _Samples:
         )
         self.extra = spec.extra if spec is not None else ()
         return spec
+
+    def _thinking_notes(self, notes: list[str]) -> None:
+        """What the import did with lm-eval's ``think_end_token``."""
+        end = self.think_end
+        if end is None:
+            return
+        if self.thinking is None:
+            notes.append(
+                f"lm-eval's think_end_token is {end!r}: rolleval cannot split text at it (a "
+                "token id, or no pair); the default thinking delimiters apply"
+            )
+            return
+        notes.append(
+            f"lm-eval's think_end_token {end!r}: lm-eval strips each generation up to it "
+            "before logging, so the thoughts are absent (N/A); texts are split by "
+            f"{list(self.thinking)} here and at --regrade. A thought the chat template opened "
+            "and never closed is logged whole by lm-eval and cannot be told from an answer"
+        )
+        if self.unclosed:
+            notes.append(
+                f"{self.unclosed} logged response(s) open a thought with "
+                f"{self.thinking[0]!r} and never close it: no answer (wrong, unextracted), "
+                "whatever lm-eval scored (it graded the thought as the answer)"
+            )
+        if self.unstripped:
+            notes.append(
+                f"{self.unstripped} logged response(s) still hold {self.thinking[1]!r} "
+                "(lm-eval did not strip them): the source verdict judged the whole text; "
+                "pass --regrade TYPE to judge the answer after it alone"
+            )
 
     def finish(self) -> None:
         """Settings, notes and counts of the task, once every line was read."""
@@ -408,6 +471,7 @@ class _Samples:
             )
         if self.missing_prompt:
             notes.append("some documents have no logged prompt: those align by doc_id only")
+        self._thinking_notes(notes)
         metric_name = self.metric_name
         version = self.version
         cfg = self.cfg
@@ -435,6 +499,8 @@ class _Samples:
             },
             "source_file": path.name,
         }
+        if self.thinking is not None:
+            task.settings["thinking"] = list(self.thinking)
         task.aligned_by = "id" if self.missing_prompt else "content_hash"
         task.source_metrics = source_metrics
 
