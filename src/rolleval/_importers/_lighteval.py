@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import importlib.util
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
 from ..errors import DataError, MissingDependencyError
-from ..records import JudgementRecord, Message, RolloutRecord, Usage
+from ..records import JudgementRecord, Message, PromptRecord, RolloutRecord, Usage
 from ._base import (
     ImportedRun,
     ImportedTask,
@@ -141,146 +142,203 @@ def _rows(path: Path) -> list[dict[str, Any]]:
         ) from None
 
 
+@dataclass
+class _Collected:
+    """One details file's records as read so far, and the metric that judges them."""
+
+    source_task: str
+    task_version: Any
+    unmapped: Unmapped = field(default_factory=Unmapped)
+    metric_name: str | None = None
+    """The first metric of the first row: it decides correctness."""
+    identity: str | None = None
+    seen: set[str] = field(default_factory=set)
+    prompts: list[PromptRecord] = field(default_factory=list)
+    rollouts: list[RolloutRecord] = field(default_factory=list)
+    judgements: list[JudgementRecord] = field(default_factory=list)
+
+
 def _task(path: Path, results: dict[str, Any], regrade: str | None) -> ImportedTask:
     source_task = _DETAILS.match(path.name)["task"]  # type: ignore[index]
-    name = re.sub(r"[|/\\]", "_", source_task)
-    unmapped = Unmapped()
     rows = _rows(path)
     cfg = (results.get("config_tasks") or {}).get(source_task) or {}
-    metric_name = None
-    identity = None
-    prompts = []
-    rollouts: list[RolloutRecord] = []
-    judgements: list[JudgementRecord] = []
-    seen: set[str] = set()
+    out = _Collected(source_task, cfg.get("version", 0))
     for i, row in enumerate(rows):
-        doc = row.get("doc") or {}
-        resp = row.get("model_response") or {}
-        metric = row.get("metric") or {}
-        if not isinstance(doc, dict) or not isinstance(resp, dict) or not isinstance(metric, dict):
-            raise source_error(
-                path,
-                f"row {i} lacks the doc / model_response / metric columns",
-                "this is not a lighteval details file",
-            )
-        if metric_name is None:
-            if not metric:
-                raise source_error(
-                    path, f"row {i} has no metric values", "rerun lighteval with a metric"
-                )
-            metric_name = next(iter(metric))
-            identity = f"lighteval:{source_task}:{metric_name}@{cfg.get('version', 0)}"
-        for other in list(metric)[1:]:
-            unmapped.add(
-                f"metric.{other}", f"only the first metric, {metric_name}, decides correctness"
-            )
+        doc, resp, metric = _row_columns(path, i, row)
+        metric_name = _deciding_metric(out, path, i, metric)
         pid = str(doc.get("id") if doc.get("id") not in (None, "") else i)
-        check_unique(seen, pid, path=path, what="document id")
-        choices = doc.get("choices") or []
-        gold = doc.get("gold_index")
-        golds = gold if isinstance(gold, list) else [gold]
-        refs = [choices[g] for g in golds if isinstance(g, int) and 0 <= g < len(choices)]
-        reference: Any = refs[0] if len(refs) == 1 else (refs or None)
-        prompt = _prompt(resp.get("input"), doc.get("query"))
-        extras = {
-            k: doc[k]
-            for k in ("choices", "gold_index", "instruction", "specific")
-            if doc.get(k) is not None
-        }
-        prompts.append(make_prompt(pid, prompt, reference, extras=extras))
+        check_unique(out.seen, pid, path=path, what="document id")
+        out.prompts.append(_document_prompt(pid, doc, resp))
         for key in resp.keys() - _KNOWN_RESPONSE:
-            unmapped.add(f"model_response.{key}", "field not known to the importer")
-        texts = [t for t in resp.get("text") or [] if isinstance(t, str)]
-        reasonings = resp.get("reasonings") or []
-        post = resp.get("text_post_processed") or []
-        out_tokens = resp.get("output_tokens") or []
-        in_tokens = resp.get("input_tokens") or []
-        value = as_float(metric.get(metric_name))
-        if len(texts) > 1 and regrade is None:
-            raise source_error(
-                path,
-                f"document {pid}: {len(texts)} generations but one per-document score ({metric_name}), "
-                "so no single generation's verdict is in the file",
-                "pass --regrade TYPE to judge every generation with rolleval's grader",
-            )
-        if not texts:
-            texts = [""]
-            unmapped.add("model_response.text", "no generated text (log-likelihood task)")
-        for j, text in enumerate(texts):
-            usage = None
-            if j < len(out_tokens) and isinstance(out_tokens[j], list):
-                usage = Usage(
-                    prompt_tokens=len(in_tokens) if in_tokens else None,
-                    completion_tokens=len(out_tokens[j]),
-                )
-            truncated = (resp.get("truncated_tokens_count") or 0) > 0
-            thought = reasonings[j] if j < len(reasonings) else None
-            rollout = RolloutRecord(
-                problem_id=pid,
-                index=j,
-                status="ok",
-                text=text,
-                usage=usage,
-                reasoning=thought if isinstance(thought, str) and thought else None,
-            )
-            rollouts.append(rollout)
-            jrec: dict[str, Any] = {
-                "problem_id": pid,
-                "index": j,
-                "status": "ok",
-                "grader": identity,
-                **thought_fields(rollout),
-            }
-            if value is None:
-                jrec["grader_error"] = "lighteval logged no value for the metric"
-            else:
-                jrec["correct"] = value >= 1.0
-                if 0.0 < value < 1.0:
-                    jrec["score"] = value
-            p = post[j] if j < len(post) and isinstance(post[j], str) else None
-            if p is not None and p.strip():
-                jrec["extracted"] = p.strip()
-            if truncated:
-                unmapped.add(
-                    "model_response.truncated_tokens_count",
-                    "prompt truncation is not a rollout field",
-                )
-            judgements.append(JudgementRecord(**jrec))
-    if metric_name is None:
+            out.unmapped.add(f"model_response.{key}", "field not known to the importer")
+        _add_generations(out, path, pid, resp, as_float(metric.get(metric_name)), regrade)
+    if out.metric_name is None:
         raise source_error(
             path, "the details file holds no rows", "pass a non-empty lighteval details file"
         )
     res = (results.get("results") or {}).get(source_task) or {}
     return ImportedTask(
-        name=name,
-        prompts=prompts,
-        rollouts=rollouts,
-        judgements=judgements,
-        settings={
-            "description": f"lighteval task {source_task!r}",
-            "grader_identity": identity,
-            "sampling": ((results.get("config_general") or {}).get("model_config") or {}).get(
-                "generation_parameters"
-            ),
-            "source": {
-                "harness": "lighteval",
-                "task": source_task,
-                "task_version": cfg.get("version"),
-                "metric": metric_name,
-                "hf_repo": cfg.get("hf_repo"),
-                "hf_subset": cfg.get("hf_subset"),
-                "evaluation_splits": cfg.get("evaluation_splits"),
-                "generation_size": cfg.get("generation_size"),
-                "stop_sequence": cfg.get("stop_sequence"),
-                "num_fewshots": cfg.get("num_fewshots"),
-            },
-            "source_file": path.name,
-            "source_summary": (results.get("summary_tasks") or {}).get(source_task),
-        },
-        unmapped=unmapped,
-        aligned_by="content_hash" if all(p.content_hash for p in prompts) else "id",
+        name=re.sub(r"[|/\\]", "_", source_task),
+        prompts=out.prompts,
+        rollouts=out.rollouts,
+        judgements=out.judgements,
+        settings=_settings(path, results, cfg, out),
+        unmapped=out.unmapped,
+        aligned_by="content_hash" if all(p.content_hash for p in out.prompts) else "id",
         source_metrics={k: v for k, v in res.items() if isinstance(v, (int, float))},
     )
+
+
+def _row_columns(
+    path: Path, i: int, row: dict[str, Any]
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """A row's ``doc``, ``model_response`` and ``metric`` columns (each a mapping)."""
+    doc = row.get("doc") or {}
+    resp = row.get("model_response") or {}
+    metric = row.get("metric") or {}
+    if not isinstance(doc, dict) or not isinstance(resp, dict) or not isinstance(metric, dict):
+        raise source_error(
+            path,
+            f"row {i} lacks the doc / model_response / metric columns",
+            "this is not a lighteval details file",
+        )
+    return doc, resp, metric
+
+
+def _deciding_metric(out: _Collected, path: Path, i: int, metric: dict[str, Any]) -> str:
+    """The metric that decides correctness: the first row's first (the others are unmapped)."""
+    if out.metric_name is None:
+        if not metric:
+            raise source_error(
+                path, f"row {i} has no metric values", "rerun lighteval with a metric"
+            )
+        out.metric_name = next(iter(metric))
+        out.identity = f"lighteval:{out.source_task}:{out.metric_name}@{out.task_version}"
+    for other in list(metric)[1:]:
+        out.unmapped.add(
+            f"metric.{other}", f"only the first metric, {out.metric_name}, decides correctness"
+        )
+    return out.metric_name
+
+
+def _document_prompt(pid: str, doc: dict[str, Any], resp: dict[str, Any]) -> PromptRecord:
+    """The document's prompt as sent, its gold choice(s) as the reference."""
+    choices = doc.get("choices") or []
+    gold = doc.get("gold_index")
+    golds = gold if isinstance(gold, list) else [gold]
+    refs = [choices[g] for g in golds if isinstance(g, int) and 0 <= g < len(choices)]
+    reference: Any = refs[0] if len(refs) == 1 else (refs or None)
+    prompt = _prompt(resp.get("input"), doc.get("query"))
+    extras = {
+        k: doc[k]
+        for k in ("choices", "gold_index", "instruction", "specific")
+        if doc.get(k) is not None
+    }
+    return make_prompt(pid, prompt, reference, extras=extras)
+
+
+def _add_generations(
+    out: _Collected,
+    path: Path,
+    pid: str,
+    resp: dict[str, Any],
+    value: float | None,
+    regrade: str | None,
+) -> None:
+    """One rollout per generated text (one empty rollout for a log-likelihood task), each
+    judged by the document's metric ``value``; several generations need ``--regrade``."""
+    texts = [t for t in resp.get("text") or [] if isinstance(t, str)]
+    reasonings = resp.get("reasonings") or []
+    post = resp.get("text_post_processed") or []
+    out_tokens = resp.get("output_tokens") or []
+    in_tokens = resp.get("input_tokens") or []
+    if len(texts) > 1 and regrade is None:
+        raise source_error(
+            path,
+            f"document {pid}: {len(texts)} generations but one per-document score ({out.metric_name}), "
+            "so no single generation's verdict is in the file",
+            "pass --regrade TYPE to judge every generation with rolleval's grader",
+        )
+    if not texts:
+        texts = [""]
+        out.unmapped.add("model_response.text", "no generated text (log-likelihood task)")
+    for j, text in enumerate(texts):
+        usage = None
+        if j < len(out_tokens) and isinstance(out_tokens[j], list):
+            usage = Usage(
+                prompt_tokens=len(in_tokens) if in_tokens else None,
+                completion_tokens=len(out_tokens[j]),
+            )
+        truncated = (resp.get("truncated_tokens_count") or 0) > 0
+        thought = reasonings[j] if j < len(reasonings) else None
+        rollout = RolloutRecord(
+            problem_id=pid,
+            index=j,
+            status="ok",
+            text=text,
+            usage=usage,
+            reasoning=thought if isinstance(thought, str) and thought else None,
+        )
+        out.rollouts.append(rollout)
+        post_processed = post[j] if j < len(post) and isinstance(post[j], str) else None
+        if truncated:
+            out.unmapped.add(
+                "model_response.truncated_tokens_count",
+                "prompt truncation is not a rollout field",
+            )
+        out.judgements.append(_metric_judgement(out.identity, rollout, value, post_processed))
+
+
+def _metric_judgement(
+    identity: str | None, rollout: RolloutRecord, value: float | None, post_processed: str | None
+) -> JudgementRecord:
+    """The judgement lighteval's metric ``value`` gives ``rollout``: correct at 1, a partial
+    score strictly between 0 and 1; its post-processed text is the extracted answer."""
+    jrec: dict[str, Any] = {
+        "problem_id": rollout.problem_id,
+        "index": rollout.index,
+        "status": "ok",
+        "grader": identity,
+        **thought_fields(rollout),
+    }
+    if value is None:
+        jrec["grader_error"] = "lighteval logged no value for the metric"
+    else:
+        jrec["correct"] = value >= 1.0
+        if 0.0 < value < 1.0:
+            jrec["score"] = value
+    if post_processed is not None and post_processed.strip():
+        jrec["extracted"] = post_processed.strip()
+    return JudgementRecord(**jrec)
+
+
+def _settings(
+    path: Path, results: dict[str, Any], cfg: dict[str, Any], out: _Collected
+) -> dict[str, Any]:
+    """The task.json settings of an imported details file: grader identity, sampling, and
+    the task's lighteval configuration as its source."""
+    source_task = out.source_task
+    return {
+        "description": f"lighteval task {source_task!r}",
+        "grader_identity": out.identity,
+        "sampling": ((results.get("config_general") or {}).get("model_config") or {}).get(
+            "generation_parameters"
+        ),
+        "source": {
+            "harness": "lighteval",
+            "task": source_task,
+            "task_version": cfg.get("version"),
+            "metric": out.metric_name,
+            "hf_repo": cfg.get("hf_repo"),
+            "hf_subset": cfg.get("hf_subset"),
+            "evaluation_splits": cfg.get("evaluation_splits"),
+            "generation_size": cfg.get("generation_size"),
+            "stop_sequence": cfg.get("stop_sequence"),
+            "num_fewshots": cfg.get("num_fewshots"),
+        },
+        "source_file": path.name,
+        "source_summary": (results.get("summary_tasks") or {}).get(source_task),
+    }
 
 
 def _prompt(messages: Any, query: Any) -> list[Message] | str | None:

@@ -12,12 +12,13 @@ sub-folder per task, ``effective_config.yaml`` beside them) gives one rolleval t
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from ..records import JudgementRecord, Message, RolloutRecord, RolloutStatus
+from ..records import JudgementRecord, Message, PromptRecord, RolloutRecord, RolloutStatus
 from ._base import (
     ImportedRun,
     ImportedTask,
@@ -101,6 +102,23 @@ def _records(d: Path, stage: str) -> list[tuple[Path, int, dict[str, Any]]]:
     return out
 
 
+@dataclass
+class _Collected:
+    """One task's records as read from its shards so far, and what they said about the run."""
+
+    identity: str
+    """The grader identity of the source's verdicts."""
+    unmapped: Unmapped = field(default_factory=Unmapped)
+    seen: set[str] = field(default_factory=set)
+    prompts: list[PromptRecord] = field(default_factory=list)
+    rollouts: list[RolloutRecord] = field(default_factory=list)
+    judgements: list[JudgementRecord] = field(default_factory=list)
+    n_verdicts: list[int] = field(default_factory=list)
+    """Rollout verdicts of each final sample."""
+    model: Any = None
+    sampling: Any = None
+
+
 def _task(d: Path, meta: Any) -> ImportedTask:
     if not isinstance(meta, dict):
         raise source_error(
@@ -108,131 +126,178 @@ def _task(d: Path, meta: Any) -> ImportedTask:
         )
     tmeta = meta.get("task") or {}
     name = str(tmeta.get("name") or d.name)
-    identity = f"sieval:{name}@{meta.get('version')}"
-    unmapped = Unmapped()
+    out = _Collected(identity=f"sieval:{name}@{meta.get('version')}")
     finals = _records(d, "final")
     failed = _records(d, "failed")
-    seen: set[str] = set()
-    prompts = []
-    rollouts: list[RolloutRecord] = []
-    judgements: list[JudgementRecord] = []
-    ns: list[int] = []
-    model = None
-    sampling = None
     for shard, number, rec in finals:
-        pid = str(rec.get("sample_id"))
-        if rec.get("sample_id") is None:
-            raise source_error(
-                shard, "final record has no 'sample_id'", "the shard is corrupt", line=number
-            )
-        check_unique(seen, pid, path=shard, what="sample_id", line=number)
-        pre = rec.get("preprocess_result") or {}
-        inf = rec.get("infer_result") or {}
-        post = rec.get("postprocess_result") or {}
-        fb = rec.get("feedback_result") or {}
-        if not isinstance(fb, dict) or not isinstance(fb.get("rollouts"), list):
-            raise source_error(
-                shard,
-                f"sample {pid}: final record has no feedback_result.rollouts (not the stage-output protocol)",
-                "SiEval tasks migrated to the protocol (0.8+) write it; older result directories cannot be imported",
-                line=number,
-            )
-        prompt = _prompt(pre.get("prompt"))
-        reference = pre.get("reference", fb.get("reference"))
-        if reference is not None and not isinstance(reference, (str, list)):
-            reference = orjson.dumps(reference).decode()
-        extras = {"extra": pre["extra"]} if pre.get("extra") else {}
-        prompts.append(make_prompt(pid, prompt, reference, extras=extras))
-        texts = inf.get("texts") if isinstance(inf, dict) else None
-        finishes = inf.get("finish_reasons") if isinstance(inf, dict) else None
-        if isinstance(inf, dict):
-            model = model or inf.get("response_model") or (inf.get("model") or {}).get("model")
-            sampling = sampling or inf.get("request_params")
-            if inf.get("usage"):
-                unmapped.add("infer_result.usage", "one total per sample, not per rollout")
-        preds = {r.get("index"): r for r in post.get("rollouts") or [] if isinstance(r, dict)}
-        verdicts = fb["rollouts"]
-        ns.append(len(verdicts))
-        for v in verdicts:
-            i = v.get("index")
-            if not isinstance(i, int):
-                raise source_error(
-                    shard,
-                    f"sample {pid}: a rollout verdict has no 'index'",
-                    "the shard is corrupt",
-                    line=number,
-                )
-            text = texts[i] if isinstance(texts, list) and i < len(texts) else None
-            finish = finishes[i] if isinstance(finishes, list) and i < len(finishes) else None
-            if text is None:
-                unmapped.add("infer_result.texts", "no raw text for this rollout")
-            rollouts.append(
-                RolloutRecord(
-                    problem_id=pid,
-                    index=i,
-                    status="ok",
-                    text=text if text is not None else "",
-                    finish_reason=finish,
-                )
-            )
-            pred = preds.get(i) or {}
-            jrec: dict[str, Any] = {
-                "problem_id": pid,
-                "index": i,
-                "status": "ok",
-                "finish_reason": finish,
-                "grader": identity,
-                "correct": bool(v.get("correct")),
-            }
-            if pred.get("extracted") and pred.get("prediction") is not None:
-                p = pred["prediction"]
-                jrec["extracted"] = p if isinstance(p, str) else orjson.dumps(p).decode()
-            score = as_float(v.get("score"))
-            if score is not None and 0.0 <= score <= 1.0:
-                jrec["score"] = score
-            metrics = {k: as_float(x) for k, x in (v.get("metrics") or {}).items()}
-            metrics = {k: x for k, x in metrics.items() if x is not None}
-            if metrics:
-                jrec["metrics"] = metrics
-            if v.get("extra"):
-                unmapped.add(
-                    "feedback_result.rollouts[].extra", "mechanism detail, not a judgement field"
-                )
-            judgements.append(JudgementRecord(**jrec))
-        for key in rec.keys() - _KNOWN_FINAL:
-            unmapped.add(key, "field not known to the importer")
-        if rec.get("stage_meta"):
-            unmapped.add("stage_meta", "per-stage timings and model-call metadata")
+        _add_final(out, shard, number, rec)
+    ns = out.n_verdicts
     n_fail = max(set(ns), key=ns.count) if ns else 1
     for shard, number, rec in failed:
-        pid = str(rec.get("sample_id"))
-        check_unique(seen, pid, path=shard, what="sample_id", line=number)
-        pre = rec.get("preprocess_result") or {}
-        prompts.append(make_prompt(pid, _prompt(pre.get("prompt")), pre.get("reference")))
-        reason = str(rec.get("error_reason") or "")
-        action = str(rec.get("error_action") or "")
-        msg = str(rec.get("error_msg") or reason or "SiEval pipeline failure")
-        status: RolloutStatus = "timeout" if "timeout" in reason.lower() else "infra_error"
-        grader_crash = action == "feedback"
-        for i in range(n_fail):
-            if grader_crash:
-                rollouts.append(RolloutRecord(problem_id=pid, index=i, status="ok", text=""))
-                judgements.append(
-                    JudgementRecord(
-                        problem_id=pid, index=i, status="ok", grader=identity, grader_error=msg
-                    )
-                )
-            else:
-                rollouts.append(RolloutRecord(problem_id=pid, index=i, status=status, error=msg))
-                judgements.append(
-                    JudgementRecord(problem_id=pid, index=i, status=status, grader=identity)
-                )
+        _add_failed(out, shard, number, rec, n_fail)
     notes = []
     if failed:
         notes.append(
             f"{len(failed)} samples failed in SiEval's pipeline: imported as {n_fail} harness-failure rollouts each "
             "(SiEval's 'requested' denominator counts them as wrong; rolleval's 'judged' excludes them)"
         )
+    anomalies, source_metrics = _task_files(d, out.unmapped)
+    return ImportedTask(
+        name=name,
+        prompts=out.prompts,
+        rollouts=out.rollouts,
+        judgements=out.judgements,
+        settings={
+            "description": tmeta.get("display_name") or f"SiEval task {name!r}",
+            "grader_identity": out.identity,
+            "sampling": out.sampling,
+            "source": {
+                "harness": "sieval",
+                "task": tmeta,
+                "version": meta.get("version"),
+                "deterministic": meta.get("deterministic"),
+                "meta": meta,
+                "model": out.model,
+            },
+            "source_file": d.name,
+            "source_anomalies": anomalies,
+        },
+        unmapped=out.unmapped,
+        notes=notes,
+        aligned_by="content_hash" if all(p.content_hash for p in out.prompts) else "id",
+        source_metrics=source_metrics,
+    )
+
+
+def _add_final(out: _Collected, shard: Path, number: int, rec: dict[str, Any]) -> None:
+    """A ``final`` record: its prompt, and a rollout and the source's judgement per verdict."""
+    pid = str(rec.get("sample_id"))
+    if rec.get("sample_id") is None:
+        raise source_error(
+            shard, "final record has no 'sample_id'", "the shard is corrupt", line=number
+        )
+    check_unique(out.seen, pid, path=shard, what="sample_id", line=number)
+    pre = rec.get("preprocess_result") or {}
+    inf = rec.get("infer_result") or {}
+    post = rec.get("postprocess_result") or {}
+    fb = rec.get("feedback_result") or {}
+    if not isinstance(fb, dict) or not isinstance(fb.get("rollouts"), list):
+        raise source_error(
+            shard,
+            f"sample {pid}: final record has no feedback_result.rollouts (not the stage-output protocol)",
+            "SiEval tasks migrated to the protocol (0.8+) write it; older result directories cannot be imported",
+            line=number,
+        )
+    reference = pre.get("reference", fb.get("reference"))
+    if reference is not None and not isinstance(reference, (str, list)):
+        reference = orjson.dumps(reference).decode()
+    extras = {"extra": pre["extra"]} if pre.get("extra") else {}
+    out.prompts.append(make_prompt(pid, _prompt(pre.get("prompt")), reference, extras=extras))
+    texts = inf.get("texts") if isinstance(inf, dict) else None
+    finishes = inf.get("finish_reasons") if isinstance(inf, dict) else None
+    if isinstance(inf, dict):
+        out.model = out.model or inf.get("response_model") or (inf.get("model") or {}).get("model")
+        out.sampling = out.sampling or inf.get("request_params")
+        if inf.get("usage"):
+            out.unmapped.add("infer_result.usage", "one total per sample, not per rollout")
+    preds = {r.get("index"): r for r in post.get("rollouts") or [] if isinstance(r, dict)}
+    verdicts = fb["rollouts"]
+    out.n_verdicts.append(len(verdicts))
+    for v in verdicts:
+        i = v.get("index")
+        if not isinstance(i, int):
+            raise source_error(
+                shard,
+                f"sample {pid}: a rollout verdict has no 'index'",
+                "the shard is corrupt",
+                line=number,
+            )
+        text = texts[i] if isinstance(texts, list) and i < len(texts) else None
+        finish = finishes[i] if isinstance(finishes, list) and i < len(finishes) else None
+        if text is None:
+            out.unmapped.add("infer_result.texts", "no raw text for this rollout")
+        out.rollouts.append(
+            RolloutRecord(
+                problem_id=pid,
+                index=i,
+                status="ok",
+                text=text if text is not None else "",
+                finish_reason=finish,
+            )
+        )
+        out.judgements.append(_source_judgement(out, pid, i, finish, v, preds.get(i) or {}))
+    for key in rec.keys() - _KNOWN_FINAL:
+        out.unmapped.add(key, "field not known to the importer")
+    if rec.get("stage_meta"):
+        out.unmapped.add("stage_meta", "per-stage timings and model-call metadata")
+
+
+def _source_judgement(
+    out: _Collected,
+    pid: str,
+    index: int,
+    finish: Any,
+    verdict: dict[str, Any],
+    pred: dict[str, Any],
+) -> JudgementRecord:
+    """SiEval's judgement of one rollout: its verdict (``feedback_result.rollouts[]``) with
+    the extracted answer of its prediction (``postprocess_result.rollouts[]``)."""
+    jrec: dict[str, Any] = {
+        "problem_id": pid,
+        "index": index,
+        "status": "ok",
+        "finish_reason": finish,
+        "grader": out.identity,
+        "correct": bool(verdict.get("correct")),
+    }
+    if pred.get("extracted") and pred.get("prediction") is not None:
+        p = pred["prediction"]
+        jrec["extracted"] = p if isinstance(p, str) else orjson.dumps(p).decode()
+    score = as_float(verdict.get("score"))
+    if score is not None and 0.0 <= score <= 1.0:
+        jrec["score"] = score
+    metrics = {k: as_float(x) for k, x in (verdict.get("metrics") or {}).items()}
+    metrics = {k: x for k, x in metrics.items() if x is not None}
+    if metrics:
+        jrec["metrics"] = metrics
+    if verdict.get("extra"):
+        out.unmapped.add(
+            "feedback_result.rollouts[].extra", "mechanism detail, not a judgement field"
+        )
+    return JudgementRecord(**jrec)
+
+
+def _add_failed(
+    out: _Collected, shard: Path, number: int, rec: dict[str, Any], n_fail: int
+) -> None:
+    """A ``failed`` record: its prompt and ``n_fail`` harness-failure rollouts (a grader
+    crash, ``error_action`` ``feedback``, is a grader error on a completed rollout)."""
+    pid = str(rec.get("sample_id"))
+    check_unique(out.seen, pid, path=shard, what="sample_id", line=number)
+    pre = rec.get("preprocess_result") or {}
+    out.prompts.append(make_prompt(pid, _prompt(pre.get("prompt")), pre.get("reference")))
+    reason = str(rec.get("error_reason") or "")
+    action = str(rec.get("error_action") or "")
+    msg = str(rec.get("error_msg") or reason or "SiEval pipeline failure")
+    status: RolloutStatus = "timeout" if "timeout" in reason.lower() else "infra_error"
+    grader_crash = action == "feedback"
+    for i in range(n_fail):
+        if grader_crash:
+            out.rollouts.append(RolloutRecord(problem_id=pid, index=i, status="ok", text=""))
+            out.judgements.append(
+                JudgementRecord(
+                    problem_id=pid, index=i, status="ok", grader=out.identity, grader_error=msg
+                )
+            )
+        else:
+            out.rollouts.append(RolloutRecord(problem_id=pid, index=i, status=status, error=msg))
+            out.judgements.append(
+                JudgementRecord(problem_id=pid, index=i, status=status, grader=out.identity)
+            )
+
+
+def _task_files(d: Path, unmapped: Unmapped) -> tuple[Any, dict[str, Any]]:
+    """The task's ``anomalies.json`` (``None`` when absent) and ``report.json`` metrics."""
     anomalies = d / "anomalies.json"
     if anomalies.is_file():
         task_anomalies = read_json_file(anomalies, what="SiEval anomalies.json")
@@ -244,31 +309,7 @@ def _task(d: Path, meta: Any) -> ImportedTask:
     source_metrics = read_json_file(report, what="SiEval report.json") if report.is_file() else {}
     if not isinstance(source_metrics, dict):
         source_metrics = {}
-    return ImportedTask(
-        name=name,
-        prompts=prompts,
-        rollouts=rollouts,
-        judgements=judgements,
-        settings={
-            "description": tmeta.get("display_name") or f"SiEval task {name!r}",
-            "grader_identity": identity,
-            "sampling": sampling,
-            "source": {
-                "harness": "sieval",
-                "task": tmeta,
-                "version": meta.get("version"),
-                "deterministic": meta.get("deterministic"),
-                "meta": meta,
-                "model": model,
-            },
-            "source_file": d.name,
-            "source_anomalies": task_anomalies,
-        },
-        unmapped=unmapped,
-        notes=notes,
-        aligned_by="content_hash" if all(p.content_hash for p in prompts) else "id",
-        source_metrics=source_metrics,
-    )
+    return task_anomalies, source_metrics
 
 
 def _prompt(prompt: Any) -> list[Message] | str | None:

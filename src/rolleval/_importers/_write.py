@@ -264,94 +264,26 @@ def write_imported_run(
     each task is written (for progress output).
     """
     from .._report._api import report_run
-    from .._runner._regrade import regrade_run
 
     out = Path(out)
     _check_out(out)
     correctness: Literal["source", "regraded"] = "regraded" if regrade else "source"
     imported: dict[str, TaskImportResult] = {}
-    manifest = RunManifest(
-        run_id=uuid.uuid4().hex,
-        created_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        rolleval_version=__version__,
-        status="completed",
-        config=RunSummary(model=run.model),
-        provenance={"imported": run.provenance},
-    )
-    with _gc_paused(), RunWriter.create(out, manifest, command="import") as writer:
-        names: list[str] = []
+    with _gc_paused(), RunWriter.create(out, _manifest(run), command="import") as writer:
         task_reports: dict[str, dict[str, Any]] = {}
         for task in run.tasks:
             task.name = _dir_name(task.name)
-            if task.name in names:
+            if task.name in imported:
                 raise UsageError(
                     f"{run.source}: two source tasks map to the rolleval task {task.name!r}; "
                     "import them separately"
                 )
-            names.append(task.name)
-            tw = writer.add_task(TaskSettings(name=task.name), [])
-            written = _write_records(tw, task)
-            n_problems, n_rollouts = written.problems, written.rollouts
-            tw.close()
-            if run.model is None and isinstance(task.settings.get("source"), dict):
-                run.model = task.settings["source"].get("model")
-            settings = validate_model(
-                {
-                    "name": task.name,
-                    "n_rollouts": None,
-                    "denominator_policy": "judged",
-                    "score_key": "correct",
-                    # a new task's delimiters (docs/importers.md): without them the settings
-                    # read as a task.json before schema 4, graded whole
-                    "thinking": list(DEFAULT_THINKING),
-                    **task.settings,
-                    "n_problems": n_problems,
-                },
-                TaskSettings,
-                path=run.source,
-                what=f"settings of source task {task.name!r}",
-                fix="the source's settings are not what its format promises",
-            )
-            # the problem hashes (one per problem, str -> str, built here from validated
-            # records) are set after validation and dumped once, for task.json and the report
-            dumped = settings.model_dump(mode="json", exclude_none=True)
-            if written.hash_columns is not None:
-                dumped["problem_hashes"] = {}  # the report does not read them
-                tw.write_settings(settings, data=_task_json(dumped, *written.hash_columns))
-            else:
-                dumped["problem_hashes"] = written.hashes
-                settings = settings.model_copy(update={"problem_hashes": written.hashes})
-                tw.write_settings(settings, dumped=dumped)
-            if regrade is None and written.columns is not None:
-                # as read back from task.json: the keys the file holds (None left out)
-                task_reports[task.name] = task_report_of_columns(
-                    tw.files, dumped, *written.columns, InferenceSettings()
-                )
-            written.columns = None
-            if regrade is not None:
-                if not written.any_reference:
-                    raise UsageError(
-                        f"{run.source}: --regrade needs the reference answers, which this "
-                        f"{run.format} source does not carry (task {task.name!r}); import it "
-                        "without --regrade to keep the source's own verdicts"
-                    )
-                # The writer holds the partial directory's lock; regrade takes it again
-                # (re-entrant within this process).
-                regrade_run(writer.run.path, task=task.name, grader_spec=regrade, workers=0)
-            entry = TaskImportResult(
-                problems=n_problems,
-                rollouts=n_rollouts,
-                correctness=correctness,
-                aligned_by=task.aligned_by,
-                unmapped=task.unmapped.as_list(),
-                notes=task.notes,
-                source_metrics=task.source_metrics,
-            )
-            imported[task.name] = entry
+            imported[task.name] = _import_task(writer, run, task, regrade, task_reports)
+            entry = imported[task.name]
             if on_task is not None:
                 on_task(task, entry)
             del task
-        if not names:
+        if not imported:
             raise UsageError(f"{run.source}: no task found to import")
         summary = ImportResult(run.format, str(run.source), correctness, regrade, imported)
         writer.write_manifest(
@@ -363,3 +295,106 @@ def write_imported_run(
         _check_out(out)
         writer.finish()
     return summary
+
+
+def _manifest(run: ImportedRun) -> RunManifest:
+    """The imported run's manifest before its tasks are read (model and summary come after)."""
+    return RunManifest(
+        run_id=uuid.uuid4().hex,
+        created_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        rolleval_version=__version__,
+        status="completed",
+        config=RunSummary(model=run.model),
+        provenance={"imported": run.provenance},
+    )
+
+
+def _import_task(
+    writer: RunWriter,
+    run: ImportedRun,
+    task: ImportedTask,
+    regrade: dict[str, Any] | None,
+    task_reports: dict[str, dict[str, Any]],
+) -> TaskImportResult:
+    """Write one source task (records, then task.json), regrade it when asked, and return its
+    summary entry. A streamed task's report, computed from the columns just written, is put
+    in ``task_reports`` (unless it is regraded: the report is then of the new verdicts)."""
+    tw = writer.add_task(TaskSettings(name=task.name), [])
+    written = _write_records(tw, task)
+    tw.close()
+    if run.model is None and isinstance(task.settings.get("source"), dict):
+        run.model = task.settings["source"].get("model")
+    dumped = _write_settings(tw, run, task, written)
+    if regrade is None and written.columns is not None:
+        # as read back from task.json: the keys the file holds (None left out)
+        task_reports[task.name] = task_report_of_columns(
+            tw.files, dumped, *written.columns, InferenceSettings()
+        )
+    written.columns = None
+    if regrade is not None:
+        _regrade(writer, run, task, written, regrade)
+    return TaskImportResult(
+        problems=written.problems,
+        rollouts=written.rollouts,
+        correctness="regraded" if regrade else "source",
+        aligned_by=task.aligned_by,
+        unmapped=task.unmapped.as_list(),
+        notes=task.notes,
+        source_metrics=task.source_metrics,
+    )
+
+
+def _write_settings(
+    tw: TaskWriter, run: ImportedRun, task: ImportedTask, written: _Written
+) -> dict[str, Any]:
+    """Validate the task's settings, write its task.json with the problem hashes, and return
+    what the file holds (the settings as dumped)."""
+    settings = validate_model(
+        {
+            "name": task.name,
+            "n_rollouts": None,
+            "denominator_policy": "judged",
+            "score_key": "correct",
+            # a new task's delimiters (docs/importers.md): without them the settings read
+            # as a task.json before schema 4, graded whole
+            "thinking": list(DEFAULT_THINKING),
+            **task.settings,
+            "n_problems": written.problems,
+        },
+        TaskSettings,
+        path=run.source,
+        what=f"settings of source task {task.name!r}",
+        fix="the source's settings are not what its format promises",
+    )
+    # the problem hashes (one per problem, str -> str, built here from validated
+    # records) are set after validation and dumped once, for task.json and the report
+    dumped = settings.model_dump(mode="json", exclude_none=True)
+    if written.hash_columns is not None:
+        dumped["problem_hashes"] = {}  # the report does not read them
+        tw.write_settings(settings, data=_task_json(dumped, *written.hash_columns))
+    else:
+        dumped["problem_hashes"] = written.hashes
+        settings = settings.model_copy(update={"problem_hashes": written.hashes})
+        tw.write_settings(settings, dumped=dumped)
+    return dumped
+
+
+def _regrade(
+    writer: RunWriter,
+    run: ImportedRun,
+    task: ImportedTask,
+    written: _Written,
+    regrade: dict[str, Any],
+) -> None:
+    """Re-judge the task's stored rollouts with the ``regrade`` grader spec."""
+    from .._runner._regrade import regrade_run
+
+    if not written.any_reference:
+        raise UsageError(
+            f"{run.source}: --regrade needs the reference answers, which this "
+            f"{run.format} source does not carry (task {task.name!r}); import it "
+            "without --regrade to keep the source's own verdicts"
+        )
+    # The writer holds the partial directory's lock; regrade takes it again
+    # (re-entrant within this process).
+    regrade_run(writer.run.path, task=task.name, grader_spec=regrade, workers=0)

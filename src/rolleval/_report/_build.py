@@ -477,19 +477,19 @@ def task_report(
     *,
     inference: InferenceSettings | None = None,
 ) -> dict[str, Any]:
-    """The report of one task, as a JSON-ready dict (see ``docs/run-format.md``)."""
-    from .. import stats
+    """The report of one task, as a JSON-ready dict (see ``docs/run-format.md``).
 
+    Its parts: the metrics (per-problem values, summaries and bootstrap intervals, the
+    standard errors of pass@1), the rollout and problem counts, and the health rates.
+    """
     inference = inference or InferenceSettings.from_record(settings.get("inference"))
     policy = settings.get("denominator_policy", "judged")
     score_key = settings.get("score_key", "correct")
-    T = table.n_problems
     ks = report_ks(table, settings)
     taus = tuple(float(t) for t in settings.get("taus", DEFAULT_TAUS))
     timeout_policy = settings.get("timeout_policy", "failure")
 
-    g = table.r_gradable
-    n_gradable = table.per_problem(g).astype(np.int64)
+    n_gradable = table.per_problem(table.r_gradable).astype(np.int64)
     n_scored = table.per_problem(scored_mask(table, timeout_policy)).astype(np.int64)
     values = per_problem_values(
         table,
@@ -499,21 +499,58 @@ def task_report(
         score_key=score_key,
         timeout_policy=timeout_policy,
     )
+    metrics = _metric_entries(values, inference)
+    se = _pass_at_1_se(table, values["pass@1"][0])
+    if metrics["pass@1"]["status"] == "ok":
+        metrics["pass@1"]["se"] = se
+    health = _health_entries(table, n_scored)
+    n_records = len(table.r_status)
+    return {
+        "report_version": REPORT_VERSION,
+        "task": settings.get("name"),
+        "grader": settings.get("grader_identity"),
+        "denominator_policy": policy,
+        "timeout_policy": timeout_policy,
+        "score_key": score_key,
+        "ks": ks,
+        "taus": list(taus),
+        "problems": {
+            "total": table.n_problems,
+            "with_gradable_rollout": int((n_gradable > 0).sum()),
+            "complete": int((table.per_problem(np.ones(n_records, bool)) >= table.requested).sum()),
+        },
+        "rollouts": _rollout_counts(table, n_gradable, n_scored),
+        "metrics": metrics,
+        "health": health,
+        **({"warnings": warns} if (warns := report_warnings(health)) else {}),
+        "inference": _inference_block(inference),
+    }
 
-    metrics_out: dict[str, Any] = {}
+
+def _metric_entries(
+    values: dict[str, tuple[np.ndarray, dict[str, Any], str | None]], inference: InferenceSettings
+) -> dict[str, Any]:
+    """Each metric's summary (:func:`rolleval.metrics.summarize`), with its bootstrap interval
+    (``ci``) where it was measured."""
+    entries: dict[str, Any] = {}
     available: dict[str, np.ndarray] = {}
     for name, (vals, params, reason) in values.items():
         mv = M.summarize(name, vals, params=params, reason_if_empty=reason or "not measured")
         entry = asdict(mv)
         entry.pop("name", None)
-        metrics_out[name] = entry
+        entries[name] = entry
         if mv.status == "ok":
             available[name] = vals
     for name, ci in _intervals(available, inference).items():
-        metrics_out[name]["ci"] = ci
+        entries[name]["ci"] = ci
+    return entries
 
-    # analytic standard errors on pass@1 (Miller 2024)
-    p1 = values["pass@1"][0]
+
+def _pass_at_1_se(table: TaskTable, p1: np.ndarray) -> dict[str, Any]:
+    """Analytic standard errors of pass@1 over its eligible problems (Miller 2024): the CLT
+    one, and the CR1 sandwich over clusters where the task declares any."""
+    from .. import stats
+
     elig = p1[~np.isnan(p1)]
     se: dict[str, Any] = {"clt": stats.clt_se(elig) if len(elig) >= 2 else None}
     if se["clt"] is None:
@@ -525,79 +562,73 @@ def task_report(
         mask = ~np.isnan(p1)
         se["clustered"] = stats.clustered_se(elig, keys[mask]) if mask.sum() >= 2 else None
         se["cluster_method"] = "CR1 sandwich over declared clusters"
-    if metrics_out["pass@1"]["status"] == "ok":
-        metrics_out["pass@1"]["se"] = se
+    return se
 
-    # --- rollout accounting and health ---
-    st = table.r_status
-    ok_status = st == STATUS_CODES["ok"]
-    n_requested = int(table.requested.sum())
-    n_records = len(st)
-    n_skipped = int((st == STATUS_CODES["skipped"]).sum())
-    n_g = int(g.sum())
-    dist: dict[str, int] = {}
-    for v, cnt in zip(*np.unique(n_gradable, return_counts=True)):
-        dist[str(int(v))] = int(cnt)
+
+#: The health rates of :func:`health_counts`, with what their denominator counts.
+_RATE_DENOMINATORS = {
+    "unextracted_rate": "graded rollouts",
+    "truncation_rate": "completed rollouts",
+    "infra_error_rate": "requested rollouts",
+    "timeout_rate": "requested rollouts",
+    "grader_error_rate": "completed rollouts",
+}
+
+
+def _health_entries(table: TaskTable, n_scored: np.ndarray) -> dict[str, Any]:
+    """The ``health`` block: fault rates with their denominators, the file-level counts,
+    output tokens and the thought's health."""
     hc = health_counts(table)
-    whats = {
-        "unextracted_rate": "graded rollouts",
-        "truncation_rate": "completed rollouts",
-        "infra_error_rate": "requested rollouts",
-        "timeout_rate": "requested rollouts",
-        "grader_error_rate": "completed rollouts",
-    }
     health: dict[str, Any] = {
         HEALTH_DEFINITIONS[name][0]: _rate(int(num.sum()), int(den.sum()), what=what)
-        for name, what in whats.items()
+        for name, what in _RATE_DENOMINATORS.items()
         for num, den in (hc[name],)
     }
-    tok_num, tok_den = hc["output_tokens"]
-    tok = pooled_rate(tok_num, tok_den)
+    n_requested = int(table.requested.sum())
+    n_skipped = int((table.r_status == STATUS_CODES["skipped"]).sum())
+    n_short = int((n_scored < table.requested).sum())
     health.update(
         {
-            "n_short": _rate(int((n_scored < table.requested).sum()), T, what="problems"),
+            "n_short": _rate(n_short, table.n_problems, what="problems"),
             "skipped": _rate(n_skipped, n_requested, what="requested rollouts"),
-            "missing": _rate(n_requested - n_records, n_requested, what="requested rollouts"),
+            "missing": _rate(
+                n_requested - len(table.r_status), n_requested, what="requested rollouts"
+            ),
             "duplicate_judgements": int(table.n_duplicate_judgements),
             "unexpected_indices": int(table.n_unexpected),
             "duplicate_prompts": int(table.n_duplicate_prompts),
             "torn_lines": dict(sorted(table.torn_lines.items())),
-            "output_tokens_mean": (
-                {"value": tok, "of": int(tok_den.sum())}
-                if tok is not None
-                else {"value": None, "of": 0, "reason": "no completed rollout reported token usage"}
-            ),
+            "output_tokens_mean": _output_tokens_mean(*hc["output_tokens"]),
             **thought_health(hc),
         }
     )
-    rollouts = {
-        "requested": n_requested,
-        "records": n_records,
-        "completed": int(ok_status.sum()),
-        "gradable": n_g,
+    return health
+
+
+def _output_tokens_mean(num: np.ndarray, den: np.ndarray) -> dict[str, Any]:
+    tok = pooled_rate(num, den)
+    if tok is None:
+        return {"value": None, "of": 0, "reason": "no completed rollout reported token usage"}
+    return {"value": tok, "of": int(den.sum())}
+
+
+def _rollout_counts(
+    table: TaskTable, n_gradable: np.ndarray, n_scored: np.ndarray
+) -> dict[str, Any]:
+    """The ``rollouts`` block: requested, recorded, completed, gradable, scored, correct, and
+    how many problems have each number of gradable rollouts."""
+    g = table.r_gradable
+    dist: dict[str, int] = {}
+    for v, cnt in zip(*np.unique(n_gradable, return_counts=True)):
+        dist[str(int(v))] = int(cnt)
+    return {
+        "requested": int(table.requested.sum()),
+        "records": len(table.r_status),
+        "completed": int((table.r_status == STATUS_CODES["ok"]).sum()),
+        "gradable": int(g.sum()),
         "scored": int(n_scored.sum()),
         "correct": int((g & table.r_correct).sum()),
         "gradable_per_problem": dist,
-    }
-    return {
-        "report_version": REPORT_VERSION,
-        "task": settings.get("name"),
-        "grader": settings.get("grader_identity"),
-        "denominator_policy": policy,
-        "timeout_policy": timeout_policy,
-        "score_key": score_key,
-        "ks": ks,
-        "taus": list(taus),
-        "problems": {
-            "total": T,
-            "with_gradable_rollout": int((n_gradable > 0).sum()),
-            "complete": int((table.per_problem(np.ones(n_records, bool)) >= table.requested).sum()),
-        },
-        "rollouts": rollouts,
-        "metrics": metrics_out,
-        "health": health,
-        **({"warnings": warns} if (warns := report_warnings(health)) else {}),
-        "inference": _inference_block(inference),
     }
 
 

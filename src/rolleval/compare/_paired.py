@@ -326,6 +326,60 @@ def _check_counts(value: np.ndarray, c: np.ndarray, n: np.ndarray, side: str) ->
         )
 
 
+def _input_counts(inp: PairedInput, baseline: np.ndarray, candidate: np.ndarray) -> _Counts | None:
+    """The four count arrays of ``inp``, checked against the values (all or none given)."""
+    given = [
+        getattr(inp, f) is not None
+        for f in ("c_baseline", "n_baseline", "c_candidate", "n_candidate")
+    ]
+    if not any(given):
+        return None
+    if not all(given):
+        raise UsageError(
+            "`inp.c_baseline`, `inp.n_baseline`, `inp.c_candidate` and `inp.n_candidate` "
+            "must be given all together or not at all"
+        )
+    size = baseline.size
+    counts = _Counts(
+        _count_array(inp.c_baseline, "inp.c_baseline", size),
+        _count_array(inp.n_baseline, "inp.n_baseline", size),
+        _count_array(inp.c_candidate, "inp.c_candidate", size),
+        _count_array(inp.n_candidate, "inp.n_candidate", size),
+    )
+    _check_counts(baseline, counts.c_baseline, counts.n_baseline, "baseline")
+    _check_counts(candidate, counts.c_candidate, counts.n_candidate, "candidate")
+    return counts
+
+
+def _value_span(vr: object) -> float:
+    """``high - low`` of ``inp.value_range`` (``inf`` when it is None)."""
+    if vr is None:
+        return math.inf
+    if (
+        not isinstance(vr, (tuple, list))
+        or len(vr) != 2
+        or not all(is_real(v) and math.isfinite(v) for v in vr)
+        or not vr[0] < vr[1]
+    ):
+        raise UsageError(
+            f"`inp.value_range` must be None or (low, high) with low < high; got {vr!r}"
+        )
+    return float(vr[1]) - float(vr[0])
+
+
+def _run_variance_terms(inp: PairedInput) -> tuple[float, float]:
+    """``(run_variance, run_variance_se)`` of ``inp``, each a finite number >= 0."""
+    rv = inp.run_variance
+    if not is_real(rv) or not math.isfinite(rv) or rv < 0:
+        raise UsageError(f"`inp.run_variance` must be a finite number >= 0; got {describe(rv)}")
+    rv_se = inp.run_variance_se
+    if not is_real(rv_se) or not math.isfinite(rv_se) or rv_se < 0:
+        raise UsageError(
+            f"`inp.run_variance_se` must be a finite number >= 0; got {describe(rv_se)}"
+        )
+    return float(rv), float(rv_se)
+
+
 def _validate_paired_compare(
     inp: object,
     threshold: object,
@@ -350,26 +404,7 @@ def _validate_paired_compare(
             "`inp.direction` must be +1 (higher is better) or -1 (lower is better); "
             f"got {describe(direction)}"
         )
-    given = [
-        getattr(inp, f) is not None
-        for f in ("c_baseline", "n_baseline", "c_candidate", "n_candidate")
-    ]
-    counts = None
-    if any(given):
-        if not all(given):
-            raise UsageError(
-                "`inp.c_baseline`, `inp.n_baseline`, `inp.c_candidate` and `inp.n_candidate` "
-                "must be given all together or not at all"
-            )
-        size = baseline.size
-        counts = _Counts(
-            _count_array(inp.c_baseline, "inp.c_baseline", size),
-            _count_array(inp.n_baseline, "inp.n_baseline", size),
-            _count_array(inp.c_candidate, "inp.c_candidate", size),
-            _count_array(inp.n_candidate, "inp.n_candidate", size),
-        )
-        _check_counts(baseline, counts.c_baseline, counts.n_baseline, "baseline")
-        _check_counts(candidate, counts.c_candidate, counts.n_candidate, "candidate")
+    counts = _input_counts(inp, baseline, candidate)
     if not is_real(threshold) or not math.isfinite(threshold) or threshold < 0:
         raise UsageError(
             f"`threshold` must be a finite number >= 0 (in the metric's units); "
@@ -385,27 +420,8 @@ def _validate_paired_compare(
     if power_ <= alpha_ / 2:
         raise UsageError(f"`power` must be greater than `alpha`/2 = {alpha_ / 2:g}; got {power_}")
     generator, seed = check_rng(rng)
-    value_span = math.inf
-    if inp.value_range is not None:
-        vr = inp.value_range
-        if (
-            not isinstance(vr, (tuple, list))
-            or len(vr) != 2
-            or not all(is_real(v) and math.isfinite(v) for v in vr)
-            or not vr[0] < vr[1]
-        ):
-            raise UsageError(
-                f"`inp.value_range` must be None or (low, high) with low < high; got {vr!r}"
-            )
-        value_span = float(vr[1]) - float(vr[0])
-    rv = inp.run_variance
-    if not is_real(rv) or not math.isfinite(rv) or rv < 0:
-        raise UsageError(f"`inp.run_variance` must be a finite number >= 0; got {describe(rv)}")
-    rv_se = inp.run_variance_se
-    if not is_real(rv_se) or not math.isfinite(rv_se) or rv_se < 0:
-        raise UsageError(
-            f"`inp.run_variance_se` must be a finite number >= 0; got {describe(rv_se)}"
-        )
+    value_span = _value_span(inp.value_range)
+    rv, rv_se = _run_variance_terms(inp)
     keep = np.isfinite(baseline) & np.isfinite(candidate)
     if counts is not None:
         counts = _Counts(*(a[keep] for a in counts))

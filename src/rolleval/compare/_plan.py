@@ -23,8 +23,8 @@ from ..stats import (
     required_rollouts,
     variance_components,
 )
-from ._align import align_frames
-from ._frame import load_frames, resolve_tasks
+from ._align import Alignment, align_frames
+from ._frame import ProblemFrame, load_frames, resolve_tasks
 from ._smallplan import SMALL_T, small_sample_problems, truth_model
 
 __all__ = ["PlanResult", "TaskPlan", "plan_runs"]
@@ -192,7 +192,9 @@ class _Target(NamedTuple):
     rng: int
 
 
-def _planned(normal: int, variance: float, frames: Any, target: _Target) -> tuple[int, dict[str, Any]]:
+def _planned(
+    normal: int, variance: float, frames: Any, target: _Target
+) -> tuple[int, dict[str, Any]]:
     """``(required_problems, power_planned)``: the normal size and its normal power, or, at
     most :data:`SMALL_T` problems, the size at which compare's own rule reaches the power in
     simulation (:func:`small_sample_problems`)."""
@@ -256,6 +258,54 @@ def _check(effect: float, threshold: float, alpha: float, power: float) -> None:
         raise UsageError(
             f"`alpha` must lie in (0, 1) and `power` in (alpha/2, 1); got {alpha}, {power}"
         )
+
+
+def _components(
+    pilot_frame: ProblemFrame, cand_frame: ProblemFrame | None
+) -> tuple[int, dict[str, Any], str, bool, Alignment | None]:
+    """``(T, components, assumption, ok, alignment)``: the variance components of pass@1 a
+    task's plan rests on, from the pilot/candidate pair or from the pilot alone."""
+    if cand_frame is not None:
+        al = align_frames(pilot_frame, cand_frame, unmatched="exclude")
+        comp = paired_variance_components(
+            pilot_frame.c[al.pos_baseline],
+            pilot_frame.n[al.pos_baseline],
+            cand_frame.c[al.pos_candidate],
+            cand_frame.n[al.pos_candidate],
+        )
+        components: dict[str, Any] = {
+            "omega2": comp.omega2,
+            "sigma2_baseline": comp.sigma2_baseline,
+            "k_baseline": comp.k_baseline,
+            "sigma2_candidate": comp.sigma2_candidate,
+            "k_candidate": comp.k_candidate,
+            "n": comp.n,
+            "status": comp.status,
+            "reason": comp.reason,
+        }
+        assumption = "omega2 estimated from the baseline/candidate pair"
+        return len(al.ids), components, assumption, comp.status == "ok", al
+    keep = pilot_frame.n >= 2
+    vc = variance_components(pilot_frame.c[keep], pilot_frame.n[keep])
+    ok = vc.status == "ok" and vc.within is not None
+    components = {
+        "between": vc.between,
+        "within": vc.within,
+        "observed": vc.observed,
+        "omega2": 0.0 if ok else None,
+        "sigma2_baseline": vc.within,
+        "k_baseline": vc.k,
+        "sigma2_candidate": vc.within,
+        "k_candidate": vc.k,
+        "n": vc.n,
+        "status": vc.status,
+        "reason": vc.reason,
+    }
+    assumption = (
+        "one pilot run: the candidate is assumed to shift every problem equally "
+        "(omega2 = 0) with the pilot's within-problem variance, so sizes are lower bounds"
+    )
+    return int(keep.sum()), components, assumption, ok, None
 
 
 def plan_runs(
@@ -378,49 +428,8 @@ def plan_runs(
     n_tasks = len(names)
     for name in names:
         pilot_frame = by_pilot[name]
-        if by_candidate is not None:
-            al = align_frames(pilot_frame, by_candidate[name], unmatched="exclude")
-            comp = paired_variance_components(
-                pilot_frame.c[al.pos_baseline],
-                pilot_frame.n[al.pos_baseline],
-                by_candidate[name].c[al.pos_candidate],
-                by_candidate[name].n[al.pos_candidate],
-            )
-            T = len(al.ids)
-            assumption = "omega2 estimated from the baseline/candidate pair"
-            components: dict[str, Any] = {
-                "omega2": comp.omega2,
-                "sigma2_baseline": comp.sigma2_baseline,
-                "k_baseline": comp.k_baseline,
-                "sigma2_candidate": comp.sigma2_candidate,
-                "k_candidate": comp.k_candidate,
-                "n": comp.n,
-                "status": comp.status,
-                "reason": comp.reason,
-            }
-            ok = comp.status == "ok"
-        else:
-            keep = pilot_frame.n >= 2
-            vc = variance_components(pilot_frame.c[keep], pilot_frame.n[keep])
-            T = int(keep.sum())
-            ok = vc.status == "ok" and vc.within is not None
-            components = {
-                "between": vc.between,
-                "within": vc.within,
-                "observed": vc.observed,
-                "omega2": 0.0 if ok else None,
-                "sigma2_baseline": vc.within,
-                "k_baseline": vc.k,
-                "sigma2_candidate": vc.within,
-                "k_candidate": vc.k,
-                "n": vc.n,
-                "status": vc.status,
-                "reason": vc.reason,
-            }
-            assumption = (
-                "one pilot run: the candidate is assumed to shift every problem equally "
-                "(omega2 = 0) with the pilot's within-problem variance, so sizes are lower bounds"
-            )
+        cand_frame = by_candidate[name] if by_candidate is not None else None
+        T, components, assumption, ok, al = _components(pilot_frame, cand_frame)
         entry: dict[str, Any] = {"problems": T, "components": components, "assumption": assumption}
         if not ok or T < 2:
             entry["status"] = "unavailable"
@@ -468,7 +477,7 @@ def plan_runs(
             entry["required_problems"], entry["power_planned"] = _planned(
                 normal,
                 variance,
-                pilot_frame if by_candidate is None else (pilot_frame, by_candidate[name], al),
+                pilot_frame if cand_frame is None else (pilot_frame, cand_frame, al),
                 _Target(effect, threshold, alpha, power, n_resamples, n_sims, rng),
             )
             entry["required_rollouts_at_current_problems"] = required_rollouts(

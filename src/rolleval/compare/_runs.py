@@ -670,16 +670,7 @@ def compare_runs(
         task_map=parse_task_map(task_map),
         sources=(baseline, candidate),
     )
-    incomplete = [
-        *check_complete({p.baseline: by_baseline[p.baseline] for p in pairs}, baseline, "baseline"),
-        *check_complete(
-            {p.candidate: by_candidate[p.candidate] for p in pairs}, candidate, "candidate"
-        ),
-    ]
-    for side in sides or ():
-        names = [p.baseline if side.role == "baseline" else p.candidate for p in pairs]
-        for path, frames in zip(side.paths[1:], side.frames[1:]):
-            incomplete += check_complete({t: frames[t] for t in names}, path, side.role)
+    incomplete = _incomplete(pairs, (baseline, by_baseline), (candidate, by_candidate), sides)
     if not allow_incomplete:
         refuse_incomplete(incomplete)
     skipped, reasons = _unpaired(by_baseline, by_candidate, pairs, named=bool(tasks))
@@ -689,43 +680,20 @@ def compare_runs(
             f"{item['missing_rollouts']} of {item['requested_rollouts']} rollouts missing); "
             "compared under --allow-incomplete"
         )
-    results = []
-    for pair in pairs:
-        if sides is not None:
-            results.append(
-                compare_replicate_frames(
-                    [f[pair.baseline] for f in sides[0].frames],
-                    [f[pair.candidate] for f in sides[1].frames],
-                    file_variance=noise.get(pair.baseline) if noise is not None else None,
-                    metric=metric,
-                    threshold=threshold,
-                    alpha=alpha,
-                    confidence_level=confidence_level,
-                    n_resamples=n_resamples,
-                    rng=rng,
-                    power=power,
-                    unmatched=unmatched,
-                    require_provenance=require_provenance,
-                    pair=pair,
-                )
-            )
-            continue
-        tc = compare_frames(
-            by_baseline[pair.baseline],
-            by_candidate[pair.candidate],
-            metric=metric,
-            threshold=threshold,
-            alpha=alpha,
-            confidence_level=confidence_level,
-            n_resamples=n_resamples,
-            rng=rng,
-            power=power,
-            unmatched=unmatched,
-            require_provenance=require_provenance,
-            pair=pair,
-            run_variance=2.0 * noise.get(pair.baseline, 0.0) if noise is not None else 0.0,
-        )
-        results.append(tc)
+    options = dict(
+        metric=metric,
+        threshold=threshold,
+        alpha=alpha,
+        confidence_level=confidence_level,
+        n_resamples=n_resamples,
+        rng=rng,
+        power=power,
+        unmatched=unmatched,
+        require_provenance=require_provenance,
+    )
+    results = [
+        _compare_pair(pair, by_baseline, by_candidate, sides, noise, options) for pair in pairs
+    ]
     if sides is None:
         reasons.extend(_noise_notes(noise, [p.baseline for p in pairs]))
     else:
@@ -765,6 +733,52 @@ def compare_runs(
         observe=observe,
         changed=changed,
         replicates=sides,
+    )
+
+
+def _incomplete(
+    pairs: list[TaskPair],
+    baseline: tuple[str | os.PathLike[str], Mapping[str, ProblemFrame]],
+    candidate: tuple[str | os.PathLike[str], Mapping[str, ProblemFrame]],
+    sides: tuple[SideRuns, SideRuns] | None,
+) -> list[dict[str, Any]]:
+    """The paired tasks' missing rollouts, per run of each side (replicates included)."""
+    (b_path, by_b), (c_path, by_c) = baseline, candidate
+    out = [
+        *check_complete({p.baseline: by_b[p.baseline] for p in pairs}, b_path, "baseline"),
+        *check_complete({p.candidate: by_c[p.candidate] for p in pairs}, c_path, "candidate"),
+    ]
+    for side in sides or ():
+        names = [p.baseline if side.role == "baseline" else p.candidate for p in pairs]
+        for path, frames in zip(side.paths[1:], side.frames[1:]):
+            out += check_complete({t: frames[t] for t in names}, path, side.role)
+    return out
+
+
+def _compare_pair(
+    pair: TaskPair,
+    by_baseline: Mapping[str, ProblemFrame],
+    by_candidate: Mapping[str, ProblemFrame],
+    sides: tuple[SideRuns, SideRuns] | None,
+    noise: Mapping[str, float] | None,
+    options: dict[str, Any],
+) -> TaskComparison:
+    """One pair of tasks compared: pooled over replicate runs when there are any, else one
+    run per side with the run-level variance of a noise file (twice ``v``: one run a side)."""
+    if sides is not None:
+        return compare_replicate_frames(
+            [f[pair.baseline] for f in sides[0].frames],
+            [f[pair.candidate] for f in sides[1].frames],
+            file_variance=noise.get(pair.baseline) if noise is not None else None,
+            pair=pair,
+            **options,
+        )
+    return compare_frames(
+        by_baseline[pair.baseline],
+        by_candidate[pair.candidate],
+        pair=pair,
+        run_variance=2.0 * noise.get(pair.baseline, 0.0) if noise is not None else 0.0,
+        **options,
     )
 
 

@@ -222,231 +222,398 @@ def build_task_table(
 
     ``requested`` is the task's ``n_rollouts`` (rollouts per problem); ``None`` (imported runs
     declare none) takes, per problem, one more than the largest index present.
+
+    The stages, each a function below: the problems in canonical order (from the prompt
+    records); the judgement columns checked and converted (problem position, index, status);
+    the effective records (indices below ``requested``, the first record of each
+    (problem, index), canonical order); then the per-rollout columns of those records.
     """
-    p_validated = False
-    if isinstance(prompts, JsonlColumns):
-        pc = prompts.columns
-        p_ids, p_hashes, p_clusters = pc["problem_id"], pc["content_hash"], pc["cluster"]
-        p_validated = prompts.validated
-        if prompt_lines is None:
-            prompt_lines = prompts.lines  # None: record i is on line i + 1
-    else:
-        p_ids = [r.get("problem_id") for r in prompts]
-        p_hashes = [r.get("content_hash") for r in prompts]
-        p_clusters = [r.get("cluster") for r in prompts]
-
-    def p_line(i: int) -> int:
-        return i + 1 if prompt_lines is None else prompt_lines[i]
-
+    prompt_columns = _prompt_columns(prompts, prompt_lines)
     _check_score_key(score_key)
-    fields = JUDGEMENT_FIELDS
     if not isinstance(judgements, JsonlColumns):
         judgements = JsonlColumns(
-            {f: [r.get(f) for r in judgements] for f in fields}, len(judgements)
+            {f: [r.get(f) for r in judgements] for f in JUDGEMENT_FIELDS}, len(judgements)
         )
-    C = judgements.columns
-    line_of = judgements.line_of
-    nJ = judgements.n
+    problems = _canonical_problems(prompt_columns, prompts_path)
 
-    # --- problems, canonical order ---
-    nP = len(p_ids)
-    # the common case, without a dict: every id a distinct non-empty string (sorted, no two
-    # neighbours equal), often already in order (then not sorted again)
-    order: list[int] | range | None = None  # prompt positions in canonical order
-    given = prompts.order if isinstance(prompts, JsonlColumns) and p_validated else None
-    if p_validated or all(type(pid) is str for pid in p_ids):
-        if given is None and all(map(operator.lt, p_ids, islice(p_ids, 1, None))):
-            order, problem_ids = range(nP), list(p_ids)
-        else:
-            order = given if given is not None else sorted(range(nP), key=p_ids.__getitem__)
-            problem_ids = list(map(p_ids.__getitem__, order))
-            if any(map(operator.eq, problem_ids, islice(problem_ids, 1, None))):
-                order = None
-        if order is not None and nP and problem_ids[0] == "":
-            order = None
-    n_dup_prompts = 0
-    if order is None:
-        seen: dict[str, int] = {}  # problem id -> position of its first prompt record
-        for i, pid in enumerate(p_ids):
-            if not isinstance(pid, str) or not pid:
-                raise _bad(prompts_path, p_line(i), "prompt record has no 'problem_id' string")
-            first = seen.setdefault(pid, i)
-            if first != i:
-                if p_hashes[first] != p_hashes[i]:
-                    raise _bad(
-                        prompts_path,
-                        p_line(i),
-                        f"problem {pid!r} appears twice with different content; remove one of the records",
-                    )
-                n_dup_prompts += 1
-        problem_ids = sorted(seen)
-        order = list(map(seen.__getitem__, problem_ids))
-    clusters = list(map(p_clusters.__getitem__, order))
-    hashes = list(map(p_hashes.__getitem__, order))
-    T = len(problem_ids)
+    _check_judgement_types(judgements, judgements_path)
+    pos, pos_is_permutation = _problem_positions(
+        judgements, prompt_columns.ids, problems, prompts_path, judgements_path
+    )
+    idx = _index_column(judgements, judgements_path)
+    status = _status_column(judgements, judgements_path)
+    req = _requested_per_problem(requested, len(problems.ids), pos, idx)
+    rows, n_unexpected, n_dup = _effective_rows(pos, idx, req, pos_is_permutation)
 
-    # --- judgement columns: validate types (unless the decoder did), then convert ---
-    pos_is_permutation = False
-    if not judgements.validated:
-        for name, kinds, optional in _COLUMN_TYPES:
-            if name in C:
-                _check_column(C[name], kinds, name, judgements_path, line_of, optional=optional)
-    if nJ and n_dup_prompts == 0 and nJ == nP and C["problem_id"] == p_ids:
-        # one judgement per prompt record, in the same order: its problem's position is the
-        # rank of the prompt record
-        pos = np.empty(nJ, np.int64)
-        pos[np.asarray(order, dtype=np.int64)] = np.arange(nJ, dtype=np.int64)
-        pos_is_permutation = True
-    elif nJ:
-        pos_of = dict(zip(problem_ids, range(T)))
-        pos = np.fromiter(map(pos_of.get, C["problem_id"], repeat(-1)), dtype=np.int64, count=nJ)
+    verdicts = _verdict_columns(judgements, rows, status, judgements_path)
+    health = _health_columns(judgements, rows)
+    score = _score_column(judgements, score_key, rows, verdicts, judgements_path)
+    r_metrics = _metric_columns(
+        judgements.columns.get("metrics"), rows, judgements_path, judgements.line_of
+    )
+    return TaskTable(
+        problem_ids=problems.ids,
+        clusters=list(map(prompt_columns.clusters.__getitem__, problems.order)),
+        content_hashes=list(map(prompt_columns.hashes.__getitem__, problems.order)),
+        requested=req,
+        r_problem=pos[rows],
+        r_index=idx[rows],
+        r_status=verdicts.status,
+        r_gradable=verdicts.gradable,
+        r_correct=verdicts.correct,
+        r_extracted=verdicts.extracted,
+        r_cluster=verdicts.cluster,
+        r_truncated=health.truncated,
+        r_grader_error=verdicts.grader_error,
+        r_output_tokens=health.output_tokens,
+        r_score=score,
+        r_reasoning_tokens=health.reasoning_tokens,
+        r_thought_chars=health.thought_chars,
+        r_answer_chars=health.answer_chars,
+        r_in_thought=health.in_thought,
+        r_metrics=r_metrics,
+        n_duplicate_judgements=n_dup,
+        n_unexpected=n_unexpected,
+        n_duplicate_prompts=problems.n_duplicates,
+    )
+
+
+# --------------------------------------------------------------------------- the problems
+
+
+@dataclass(frozen=True)
+class _PromptColumns:
+    """The prompt-record fields the table reads, one list each, in file order."""
+
+    ids: list[Any]
+    hashes: list[Any]
+    clusters: list[Any]
+    validated: bool
+    """Every value has its schema type (the decoder checked them)."""
+    given_order: list[int] | None
+    """Positions sorted by problem id, from a writer that sorted them (validated columns only)."""
+    lines: list[int] | None
+    """1-based line of each record; ``None``: record ``i`` is on line ``i + 1``."""
+
+    def line(self, i: int) -> int:
+        return i + 1 if self.lines is None else self.lines[i]
+
+
+def _prompt_columns(
+    prompts: list[dict[str, Any]] | JsonlColumns, prompt_lines: list[int] | None
+) -> _PromptColumns:
+    """The problem id, content hash and cluster of every prompt record."""
+    if isinstance(prompts, JsonlColumns):
+        pc = prompts.columns
+        return _PromptColumns(
+            ids=pc["problem_id"],
+            hashes=pc["content_hash"],
+            clusters=pc["cluster"],
+            validated=prompts.validated,
+            given_order=prompts.order if prompts.validated else None,
+            lines=prompts.lines if prompt_lines is None else prompt_lines,
+        )
+    return _PromptColumns(
+        ids=[r.get("problem_id") for r in prompts],
+        hashes=[r.get("content_hash") for r in prompts],
+        clusters=[r.get("cluster") for r in prompts],
+        validated=False,
+        given_order=None,
+        lines=prompt_lines,
+    )
+
+
+@dataclass(frozen=True)
+class _Problems:
+    """The task's problems in canonical order (sorted by id)."""
+
+    ids: list[str]
+    order: list[int] | range
+    """Position of each problem's (first) prompt record."""
+    n_duplicates: int
+    """Prompt records repeating a problem with the same content (ignored)."""
+
+
+def _canonical_problems(prompts: _PromptColumns, path: Any) -> _Problems:
+    """The problems sorted by id; a record without an id, or two records of one problem
+    with different content, is a :class:`DataError`."""
+    if prompts.validated or all(type(pid) is str for pid in prompts.ids):
+        found = _distinct_sorted_ids(prompts)
+        if found is not None:
+            order, ids = found
+            return _Problems(ids, order, 0)
+    return _first_record_of_each_problem(prompts, path)
+
+
+def _distinct_sorted_ids(prompts: _PromptColumns) -> tuple[list[int] | range, list[str]] | None:
+    """The common case, without a dict: every id a distinct non-empty string (sorted, no two
+    neighbours equal), often already in order (then not sorted again). ``None`` otherwise."""
+    p_ids = prompts.ids
+    order: list[int] | range
+    if prompts.given_order is None and all(map(operator.lt, p_ids, islice(p_ids, 1, None))):
+        order, ids = range(len(p_ids)), list(p_ids)
     else:
-        pos = np.zeros(0, np.int64)
-    if nJ and not pos_is_permutation and pos.min() < 0:
+        order = (
+            prompts.given_order
+            if prompts.given_order is not None
+            else sorted(range(len(p_ids)), key=p_ids.__getitem__)
+        )
+        ids = list(map(p_ids.__getitem__, order))
+        if any(map(operator.eq, ids, islice(ids, 1, None))):
+            return None
+    if ids and ids[0] == "":
+        return None
+    return order, ids
+
+
+def _first_record_of_each_problem(prompts: _PromptColumns, path: Any) -> _Problems:
+    """The general case: each problem's first prompt record, duplicates counted."""
+    seen: dict[str, int] = {}  # problem id -> position of its first prompt record
+    n_duplicates = 0
+    for i, pid in enumerate(prompts.ids):
+        if not isinstance(pid, str) or not pid:
+            raise _bad(path, prompts.line(i), "prompt record has no 'problem_id' string")
+        first = seen.setdefault(pid, i)
+        if first != i:
+            if prompts.hashes[first] != prompts.hashes[i]:
+                raise _bad(
+                    path,
+                    prompts.line(i),
+                    f"problem {pid!r} appears twice with different content; remove one of the records",
+                )
+            n_duplicates += 1
+    ids = sorted(seen)
+    return _Problems(ids, list(map(seen.__getitem__, ids)), n_duplicates)
+
+
+# --------------------------------------------------------------------------- judgement columns
+
+
+def _check_judgement_types(judgements: JsonlColumns, path: Any) -> None:
+    """Every judgement field the table reads has its type (unless the decoder checked them)."""
+    if judgements.validated:
+        return
+    for name, kinds, optional in _COLUMN_TYPES:
+        if name in judgements.columns:
+            _check_column(
+                judgements.columns[name], kinds, name, path, judgements.line_of, optional=optional
+            )
+
+
+def _problem_positions(
+    judgements: JsonlColumns,
+    prompt_ids: list[Any],
+    problems: _Problems,
+    prompts_path: Any,
+    judgements_path: Any,
+) -> tuple[np.ndarray, bool]:
+    """Each judgement's problem as its position in canonical order (int64), and whether the
+    positions are a permutation (one judgement per prompt record, in the same order)."""
+    nJ = judgements.n
+    judged_ids = judgements.columns["problem_id"]
+    if nJ and problems.n_duplicates == 0 and nJ == len(prompt_ids) and judged_ids == prompt_ids:
+        # its problem's position is the rank of the prompt record
+        pos = np.empty(nJ, np.int64)
+        pos[np.asarray(problems.order, dtype=np.int64)] = np.arange(nJ, dtype=np.int64)
+        return pos, True
+    if not nJ:
+        return np.zeros(0, np.int64), False
+    pos_of = dict(zip(problems.ids, range(len(problems.ids))))
+    pos = np.fromiter(map(pos_of.get, judged_ids, repeat(-1)), dtype=np.int64, count=nJ)
+    if pos.min() < 0:
         i = int(np.argmin(pos))
         raise _bad(
             judgements_path,
-            line_of(i),
-            f"judgement for problem {C['problem_id'][i]!r}, which has no prompt record in {prompts_path}; "
+            judgements.line_of(i),
+            f"judgement for problem {judged_ids[i]!r}, which has no prompt record in {prompts_path}; "
             "the files do not belong together (regrade the run)",
         )
-    # a column holding one value throughout (an import's rollout index 0, status "ok", no
-    # token counts, ...) becomes an array without converting each entry: list.count runs in C
-    if nJ and C["index"].count(0) == nJ:
-        idx = np.zeros(nJ, np.int64)
-    else:
-        idx = np.array(C["index"], dtype=np.int64) if nJ else np.zeros(0, np.int64)
-    if nJ and idx.min() < 0:
+    return pos, False
+
+
+# A column holding one value throughout (an import's rollout index 0, status "ok", no token
+# counts, ...) becomes an array without converting each entry: list.count runs in C.
+
+
+def _index_column(judgements: JsonlColumns, path: Any) -> np.ndarray:
+    """The rollout index of each judgement (int64); a negative one is a :class:`DataError`."""
+    nJ, column = judgements.n, judgements.columns["index"]
+    if not nJ:
+        return np.zeros(0, np.int64)
+    idx = np.zeros(nJ, np.int64) if column.count(0) == nJ else np.array(column, dtype=np.int64)
+    if idx.min() < 0:
         i = int(np.argmin(idx))
-        raise _bad(judgements_path, line_of(i), f"'index' must be >= 0, got {int(idx[i])}")
-    if nJ and C["status"].count("ok") == nJ:
-        status = np.full(nJ, STATUS_CODES["ok"], np.int8)
-    else:
-        status = (
-            np.fromiter(map(STATUS_CODES.get, C["status"], repeat(-1)), dtype=np.int8, count=nJ)
-            if nJ
-            else np.zeros(0, np.int8)
-        )
-    if nJ and status.min() < 0:
+        raise _bad(path, judgements.line_of(i), f"'index' must be >= 0, got {int(idx[i])}")
+    return idx
+
+
+def _status_column(judgements: JsonlColumns, path: Any) -> np.ndarray:
+    """The status of each judgement as its :data:`STATUS_CODES` code (int8)."""
+    nJ, column = judgements.n, judgements.columns["status"]
+    if not nJ:
+        return np.zeros(0, np.int8)
+    if column.count("ok") == nJ:
+        return np.full(nJ, STATUS_CODES["ok"], np.int8)
+    status = np.fromiter(map(STATUS_CODES.get, column, repeat(-1)), dtype=np.int8, count=nJ)
+    if status.min() < 0:
         i = int(np.argmin(status))
         raise _bad(
-            judgements_path,
-            line_of(i),
-            f"'status' must be one of {', '.join(ROLLOUT_STATUSES)}, got {C['status'][i]!r}",
+            path,
+            judgements.line_of(i),
+            f"'status' must be one of {', '.join(ROLLOUT_STATUSES)}, got {column[i]!r}",
         )
+    return status
 
-    # requested per problem
-    if requested is None:
-        req = np.zeros(T, dtype=np.int64)
-        if nJ:
-            np.maximum.at(req, pos, idx + 1)
-    else:
-        req = np.full(T, int(requested), dtype=np.int64)
 
-    # keep indices < requested, first record per (problem, index), canonical order
+# --------------------------------------------------------------------------- effective records
+
+
+def _requested_per_problem(
+    requested: int | None, n_problems: int, pos: np.ndarray, idx: np.ndarray
+) -> np.ndarray:
+    """Rollouts requested per problem (int64): ``requested``, or when ``None`` one more than
+    the problem's largest index."""
+    if requested is not None:
+        return np.full(n_problems, int(requested), dtype=np.int64)
+    req = np.zeros(n_problems, dtype=np.int64)
+    if len(idx):
+        np.maximum.at(req, pos, idx + 1)
+    return req
+
+
+def _effective_rows(
+    pos: np.ndarray, idx: np.ndarray, req: np.ndarray, pos_is_permutation: bool
+) -> tuple[np.ndarray, int, int]:
+    """The effective judgements' positions in canonical order, with the counts of those left
+    out: ``(rows, n_unexpected, n_duplicate)``. Effective: index below the problem's
+    requested count, first record of each (problem, index)."""
+    nJ = len(idx)
     keep = idx < req[pos] if nJ else np.zeros(0, bool)
     n_unexpected = int((~keep).sum())
     width = int(idx.max()) + 1 if nJ else 1
-    kept_rows = np.flatnonzero(keep)
     if pos_is_permutation and width == 1 and n_unexpected == 0:
         # one rollout per problem, each once: canonical order is the inverse permutation
         rows = np.empty(nJ, np.int64)
         rows[pos] = np.arange(nJ, dtype=np.int64)
-        n_dup = 0
-    else:
-        _, first = np.unique((pos * width + idx)[kept_rows], return_index=True)
-        n_dup = len(kept_rows) - len(first)
-        rows = kept_rows[first]
+        return rows, n_unexpected, 0
+    kept_rows = np.flatnonzero(keep)
+    _, first = np.unique((pos * width + idx)[kept_rows], return_index=True)
+    return kept_rows[first], n_unexpected, len(kept_rows) - len(first)
 
-    # C-level conversions (map over operator functions; None becomes NaN in float arrays)
-    correct_all = _mask(map(operator.is_, C["correct"], repeat(True)), nJ)
-    has_verdict = _present(C["correct"], nJ)
-    grader_error_all = _present(C["grader_error"], nJ)
-    extracted_all = _present(C["extracted"], nJ)
+
+# --------------------------------------------------------------------------- per-rollout columns
+# C-level conversions (map over operator functions; None becomes NaN in float arrays), taken
+# at the effective rows.
+
+
+@dataclass(frozen=True)
+class _VerdictColumns:
+    """What the grader decided about each effective rollout."""
+
+    status: np.ndarray
+    grader_error: np.ndarray
+    gradable: np.ndarray
+    correct: np.ndarray
+    extracted: np.ndarray
+    cluster: np.ndarray
+
+
+def _verdict_columns(
+    judgements: JsonlColumns, rows: np.ndarray, status: np.ndarray, path: Any
+) -> _VerdictColumns:
+    """Status, gradability and verdict of the effective rollouts; a gradable rollout without
+    a verdict is a :class:`DataError`."""
+    C, nJ = judgements.columns, judgements.n
+    st = status[rows]
+    grader_error = _present(C["grader_error"], nJ)[rows]
+    gradable = (st == _OK) & ~grader_error
+    missing_verdict = gradable & ~_present(C["correct"], nJ)[rows]
+    if missing_verdict.any():
+        i = int(rows[np.flatnonzero(missing_verdict)[0]])
+        raise _bad(
+            path,
+            judgements.line_of(i),
+            "judgement of an 'ok' rollout has no 'correct' and no 'grader_error'; regrade the run",
+        )
+    correct = _mask(map(operator.is_, C["correct"], repeat(True)), nJ)[rows] & gradable
+    extracted = _present(C["extracted"], nJ)[rows] & gradable
+    cluster = _cluster_column(C["cluster"], nJ)[rows]
+    cluster[~extracted] = -1
+    return _VerdictColumns(st, grader_error, gradable, correct, extracted, cluster)
+
+
+def _cluster_column(column: list[Any], n: int) -> np.ndarray:
+    """Answer-cluster labels as int64, -1 where none."""
+    if n and column.count(0) == n:
+        return np.zeros(n, np.int64)
+    return np.nan_to_num(np.array(column, dtype=np.float64).reshape(n), nan=-1).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class _HealthColumns:
+    """How each effective rollout ended: truncation, token counts, thought sizes."""
+
+    truncated: np.ndarray
+    output_tokens: np.ndarray
+    reasoning_tokens: np.ndarray
+    thought_chars: np.ndarray
+    answer_chars: np.ndarray
+    in_thought: np.ndarray
+
+
+def _health_columns(judgements: JsonlColumns, rows: np.ndarray) -> _HealthColumns:
+    """Truncation, output tokens and the thought's health columns of the effective rollouts."""
+    C, nJ = judgements.columns, judgements.n
     if nJ and C["finish_reason"].count(None) == nJ:
-        truncated_all = np.zeros(nJ, bool)
+        truncated = np.zeros(len(rows), bool)
     else:
-        truncated_all = _mask(map(operator.eq, C["finish_reason"], repeat("length")), nJ)
-    if nJ and C["cluster"].count(0) == nJ:
-        cluster_all = np.zeros(nJ, np.int64)
-    else:
-        cluster_all = np.nan_to_num(
-            np.array(C["cluster"], dtype=np.float64).reshape(nJ), nan=-1
-        ).astype(np.int64)
-    if nJ and C["output_tokens"].count(None) == nJ:
-        tokens_all = np.full(nJ, np.nan)
-    else:
-        tokens_all = np.array(C["output_tokens"], dtype=np.float64).reshape(nJ)
-
-    thought_columns = {name: _float_column(C.get(name), nJ)[rows] for name in _THOUGHT_FLOATS}
+        truncated = _mask(map(operator.eq, C["finish_reason"], repeat("length")), nJ)[rows]
     in_thought_col = C.get("in_thought")
     if not nJ or in_thought_col is None or in_thought_col.count(None) == nJ:
         in_thought = np.zeros(len(rows), bool)
     else:
         in_thought = _mask(map(operator.is_, in_thought_col, repeat(True)), nJ)[rows]
-
-    st = status[rows]
-    grader_error = grader_error_all[rows]
-    gradable = (st == _OK) & ~grader_error
-    missing_verdict = gradable & ~has_verdict[rows]
-    if missing_verdict.any():
-        i = int(rows[np.flatnonzero(missing_verdict)[0]])
-        raise _bad(
-            judgements_path,
-            line_of(i),
-            "judgement of an 'ok' rollout has no 'correct' and no 'grader_error'; regrade the run",
-        )
-    correct = correct_all[rows] & gradable
-    extracted = extracted_all[rows] & gradable
-    cluster = cluster_all[rows]
-    cluster[~extracted] = -1
-
-    if score_key == "correct":
-        score = correct.astype(np.float64)
-    else:
-        if score_key == "score":
-            raw = C["score"]
-        else:
-            name = score_key.split(".", 1)[1]
-            raw = [m.get(name) if isinstance(m, dict) else None for m in C["metrics"]]
-        _check_column(raw, (int, float), score_key, judgements_path, line_of, optional=True)
-        score = np.array([np.nan if v is None else float(v) for v in raw], dtype=np.float64)[rows]
-        lacking = gradable & np.isnan(score)
-        if lacking.any():
-            i = int(rows[np.flatnonzero(lacking)[0]])
-            raise _bad(
-                judgements_path,
-                line_of(i),
-                f"score_key is {score_key!r} but this gradable judgement has no value for it",
-            )
-
-    r_metrics = _metric_columns(C.get("metrics"), rows, judgements_path, line_of)
-
-    return TaskTable(
-        problem_ids=problem_ids,
-        clusters=clusters,
-        content_hashes=hashes,
-        requested=req,
-        r_problem=pos[rows],
-        r_index=idx[rows],
-        r_status=st,
-        r_gradable=gradable,
-        r_correct=correct,
-        r_extracted=extracted,
-        r_cluster=cluster,
-        r_truncated=truncated_all[rows],
-        r_grader_error=grader_error,
-        r_output_tokens=tokens_all[rows],
-        r_score=score,
-        r_reasoning_tokens=thought_columns["reasoning_tokens"],
-        r_thought_chars=thought_columns["thought_chars"],
-        r_answer_chars=thought_columns["answer_chars"],
-        r_in_thought=in_thought,
-        r_metrics=r_metrics,
-        n_duplicate_judgements=int(n_dup),
-        n_unexpected=n_unexpected,
-        n_duplicate_prompts=n_dup_prompts,
+    thought = {name: _float_column(C.get(name), nJ)[rows] for name in _THOUGHT_FLOATS}
+    return _HealthColumns(
+        truncated=truncated,
+        output_tokens=_float_column(C["output_tokens"], nJ)[rows],
+        reasoning_tokens=thought["reasoning_tokens"],
+        thought_chars=thought["thought_chars"],
+        answer_chars=thought["answer_chars"],
+        in_thought=in_thought,
     )
+
+
+def _score_column(
+    judgements: JsonlColumns,
+    score_key: str,
+    rows: np.ndarray,
+    verdicts: _VerdictColumns,
+    path: Any,
+) -> np.ndarray:
+    """The score ``score_key`` names, per effective rollout (float64, NaN = none); a gradable
+    rollout without one is a :class:`DataError`."""
+    if score_key == "correct":
+        return verdicts.correct.astype(np.float64)
+    C = judgements.columns
+    if score_key == "score":
+        raw = C["score"]
+    else:
+        name = score_key.split(".", 1)[1]
+        raw = [m.get(name) if isinstance(m, dict) else None for m in C["metrics"]]
+    _check_column(raw, (int, float), score_key, path, judgements.line_of, optional=True)
+    score: np.ndarray = np.array(
+        [np.nan if v is None else float(v) for v in raw], dtype=np.float64
+    )[rows]
+    lacking = verdicts.gradable & np.isnan(score)
+    if lacking.any():
+        i = int(rows[np.flatnonzero(lacking)[0]])
+        raise _bad(
+            path,
+            judgements.line_of(i),
+            f"score_key is {score_key!r} but this gradable judgement has no value for it",
+        )
+    return score
 
 
 _THOUGHT_FLOATS = ("reasoning_tokens", "thought_chars", "answer_chars")

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ..errors import UsageError
 from ._build import build_problems, compile_template
@@ -301,28 +301,15 @@ def parse_config(
     """Validate a task config and build its :class:`TaskSpec` (rows are read on ``load``).
 
     ``where`` prefixes error messages (e.g. ``"task config 'my_aime'"``); ``rows`` and
-    ``source`` come from the caller, who resolved ``path`` or ``loader``.
+    ``source`` come from the caller, who resolved ``path`` or ``loader``. Keys are checked
+    in a fixed order (identity, data fields, choices, prompt, sampling, grader, score,
+    thinking, aliases and few-shot, template), so a config with several faults always
+    reports the same one first.
     """
-    unknown = sorted(set(cfg) - set(CONFIG_KEYS) - {"license"})
-    if unknown:
-        raise _fail(
-            where,
-            f"unknown key(s) {', '.join(map(str, unknown))} (known: {', '.join(CONFIG_KEYS)})",
-        )
-    name = cfg.get("name")
-    if not isinstance(name, str) or not _NAME_RE.match(name):
-        raise _fail(
-            where,
-            f"name must be a non-empty string of letters, digits, '_', '.', '-'; got {name!r}",
-        )
-    task_type = cfg.get("type")
-    if task_type not in TASK_TYPES:
-        raise _fail(where, f"type must be one of {', '.join(TASK_TYPES)}; got {task_type!r}")
-
+    _check_known_keys(cfg, where)
+    name, task_type = _name_and_type(cfg, where)
     description = _opt_str(cfg, "description", where) or f"{task_type} task {name}"
     licence = _opt_str(cfg, "licence", where) or _opt_str(cfg, "license", where)
-    licence = licence or "see upstream dataset"
-
     id_field = _opt_str(cfg, "id_field", where)
     question_field = _opt_str(cfg, "question_field", where) or "question"
     answer_field = _opt_str(cfg, "answer_field", where) or "answer"
@@ -332,79 +319,178 @@ def parse_config(
         if cfg.get("extras_fields")
         else ()
     )
+    choices = _choice_settings(cfg, task_type, where)
+    shuffle, seed = _choice_permutation(cfg, where)
+    prompt = _prompt_form(cfg, task_type, where)
+    sampling = default_sampling(task_type)
+    if cfg.get("sampling") is not None:
+        sampling.update(_check_sampling(cfg["sampling"], where))
+    grader = _grader_spec(cfg, task_type, choices.letters, where)
+    score_key = _score_key(cfg, task_type, where)
+    thinking = _thinking(cfg, where)
+    recipe = Recipe(
+        rows=rows,
+        id_field=id_field,
+        question_field=question_field,
+        answer_field=answer_field,
+        choices_field=choices.field,
+        extras_fields=extras_fields,
+        template=prompt.template,
+        system=prompt.system,
+        chat=prompt.chat,
+        letters=choices.letters,
+        answer_format=choices.answer_format,
+        aliases=_check_aliases(cfg.get("aliases"), where),
+        fewshot=_check_fewshot(cfg.get("fewshot"), where),
+    )
+    compile_template(prompt.template, where)  # fail on a bad template now, not at load
+    return TaskSpec(
+        name=name,
+        description=description,
+        grader=grader,
+        sampling=sampling,
+        source=source,
+        licence=licence or "see upstream dataset",
+        cluster_field=cluster_field,
+        type=task_type,
+        shuffle_choices=shuffle,
+        seed=seed,
+        score_key=score_key,
+        thinking=thinking,
+        recipe=recipe,
+    )
 
-    choices_field: str | list[str] | None = None
-    letters = ""
-    answer_format = "auto"
-    mcq_keys = ("choices_field", "letters", "answer_format", "shuffle_choices")
-    if task_type == "mcq":
-        raw_choices = cfg.get("choices_field", "choices")
-        choices = _field_list(raw_choices, "choices_field", where)
-        choices_field = choices[0] if isinstance(raw_choices, str) else choices
-        grader_letters = (
-            (cfg.get("grader") or {}).get("letters")
-            if isinstance(cfg.get("grader"), Mapping)
-            else None
+
+def _check_known_keys(cfg: Mapping[str, Any], where: str) -> None:
+    unknown = sorted(set(cfg) - set(CONFIG_KEYS) - {"license"})
+    if unknown:
+        raise _fail(
+            where,
+            f"unknown key(s) {', '.join(map(str, unknown))} (known: {', '.join(CONFIG_KEYS)})",
         )
-        letters = cfg.get("letters") or grader_letters or "ABCD"
-        if (
-            not isinstance(letters, str)
-            or len(letters) < 2
-            or len(set(letters)) != len(letters)
-            or not letters.isalpha()
-            or not letters.isupper()
-        ):
-            raise _fail(
-                where, f"letters must be distinct capital letters such as 'ABCD', got {letters!r}"
-            )
-        if grader_letters is not None and grader_letters != letters:
-            raise _fail(
-                where, f"letters {letters!r} and grader.letters {grader_letters!r} differ; set one"
-            )
-    if task_type in ("mcq", "loglik"):
-        answer_format = cfg.get("answer_format", "auto")
-        if answer_format not in _ANSWER_FORMATS:
-            raise _fail(
-                where,
-                f"answer_format must be one of {', '.join(_ANSWER_FORMATS)}; got {answer_format!r}",
-            )
+
+
+def _name_and_type(cfg: Mapping[str, Any], where: str) -> tuple[str, str]:
+    name = cfg.get("name")
+    if not isinstance(name, str) or not _NAME_RE.match(name):
+        raise _fail(
+            where,
+            f"name must be a non-empty string of letters, digits, '_', '.', '-'; got {name!r}",
+        )
+    task_type = cfg.get("type")
+    if task_type not in TASK_TYPES:
+        raise _fail(where, f"type must be one of {', '.join(TASK_TYPES)}; got {task_type!r}")
+    return name, task_type
+
+
+class _Choices(NamedTuple):
+    """How a task's options are read and named (``Recipe`` fields)."""
+
+    field: str | list[str] | None
+    letters: str
+    answer_format: str
+
+
+_MCQ_KEYS = ("choices_field", "letters", "answer_format", "shuffle_choices")
+
+
+def _choice_settings(cfg: Mapping[str, Any], task_type: str, where: str) -> _Choices:
+    """mcq names its options by letter; loglik scores any number of them; the other types
+    have none, and a config of theirs may set no option key."""
+    if task_type == "mcq":
+        field = _choices_field(cfg, where)
+        letters = _mcq_letters(cfg, where)
+        return _Choices(field, letters, _answer_format(cfg, where))
     if task_type == "loglik":
-        # options are scored, not named by letter: any number of them
-        raw_choices = cfg.get("choices_field", "choices")
-        choices = _field_list(raw_choices, "choices_field", where)
-        choices_field = choices[0] if isinstance(raw_choices, str) else choices
-        letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+        answer_format = _answer_format(cfg, where)
+        field = _choices_field(cfg, where)
         present = [k for k in ("letters", "shuffle_choices") if cfg.get(k) not in (None, False)]
         if present:
             raise _fail(where, f"{', '.join(present)} only apply to type mcq (this task is loglik)")
         if cfg.get("chat"):
             raise _fail(where, "a loglik task scores raw text; chat does not apply (remove it)")
-    elif task_type != "mcq":
-        present = [k for k in mcq_keys if cfg.get(k) not in (None, False)]
-        if present:
-            raise _fail(
-                where, f"{', '.join(present)} only apply to type mcq (this task is {task_type})"
-            )
+        return _Choices(field, "ABCDEFGHIJKLMNOPQRSTUVWXYZ", answer_format)
+    present = [k for k in _MCQ_KEYS if cfg.get(k) not in (None, False)]
+    if present:
+        raise _fail(
+            where, f"{', '.join(present)} only apply to type mcq (this task is {task_type})"
+        )
+    return _Choices(None, "", "auto")
 
+
+def _choices_field(cfg: Mapping[str, Any], where: str) -> str | list[str]:
+    """One field holding the list of options, or one field per option."""
+    raw_choices = cfg.get("choices_field", "choices")
+    choices = _field_list(raw_choices, "choices_field", where)
+    return choices[0] if isinstance(raw_choices, str) else choices
+
+
+def _mcq_letters(cfg: Mapping[str, Any], where: str) -> str:
+    """The option letters, from ``letters`` or ``grader.letters`` (which must agree)."""
+    grader_letters = (
+        (cfg.get("grader") or {}).get("letters") if isinstance(cfg.get("grader"), Mapping) else None
+    )
+    letters = cfg.get("letters") or grader_letters or "ABCD"
+    if (
+        not isinstance(letters, str)
+        or len(letters) < 2
+        or len(set(letters)) != len(letters)
+        or not letters.isalpha()
+        or not letters.isupper()
+    ):
+        raise _fail(
+            where, f"letters must be distinct capital letters such as 'ABCD', got {letters!r}"
+        )
+    if grader_letters is not None and grader_letters != letters:
+        raise _fail(
+            where, f"letters {letters!r} and grader.letters {grader_letters!r} differ; set one"
+        )
+    return letters
+
+
+def _answer_format(cfg: Mapping[str, Any], where: str) -> str:
+    answer_format = cfg.get("answer_format", "auto")
+    if answer_format not in _ANSWER_FORMATS:
+        raise _fail(
+            where,
+            f"answer_format must be one of {', '.join(_ANSWER_FORMATS)}; got {answer_format!r}",
+        )
+    return str(answer_format)
+
+
+def _choice_permutation(cfg: Mapping[str, Any], where: str) -> tuple[bool, int]:
+    """``shuffle_choices`` and the ``seed`` of the permutations."""
     shuffle = cfg.get("shuffle_choices", False)
     if not isinstance(shuffle, bool):
         raise _fail(where, f"shuffle_choices must be true or false, got {shuffle!r}")
     seed = cfg.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise _fail(where, f"seed must be an integer, got {seed!r}")
+    return shuffle, seed
 
+
+class _PromptForm(NamedTuple):
+    """How a problem is put to the model (``Recipe`` fields)."""
+
+    chat: bool
+    template: str
+    system: str | None
+
+
+def _prompt_form(cfg: Mapping[str, Any], task_type: str, where: str) -> _PromptForm:
     chat = cfg.get("chat", task_type != "loglik")
     if not isinstance(chat, bool):
         raise _fail(where, f"chat must be true or false, got {chat!r}")
     template = cfg.get("template") or _TEMPLATES[task_type]
     if not isinstance(template, str):
         raise _fail(where, f"template must be a string, got {template!r}")
-    system = _opt_str(cfg, "system", where)
+    return _PromptForm(chat, template, _opt_str(cfg, "system", where))
 
-    sampling = default_sampling(task_type)
-    if cfg.get("sampling") is not None:
-        sampling.update(_check_sampling(cfg["sampling"], where))
 
+def _grader_spec(
+    cfg: Mapping[str, Any], task_type: str, letters: str, where: str
+) -> dict[str, Any]:
+    """The task type's grader with the config's ``grader`` options over it."""
     grader = default_grader(task_type)
     overrides = cfg.get("grader")
     if overrides is not None:
@@ -419,65 +505,35 @@ def parse_config(
         grader.update(copy.deepcopy(dict(overrides)))
     if task_type == "mcq":
         grader["letters"] = letters
+    return grader
 
+
+def _score_key(cfg: Mapping[str, Any], task_type: str, where: str) -> str:
     score_key = cfg.get("score_key") or _SCORE_KEYS[task_type]
     if not isinstance(score_key, str) or not (
         score_key in ("correct", "score")
         or (score_key.startswith("metrics.") and len(score_key) > len("metrics."))
     ):
         raise _fail(where, f"score_key must be correct, score or metrics.<name>; got {score_key!r}")
-    if (
-        task_type == "qa"
-        and score_key.startswith("metrics.")
-        and score_key
-        not in (
-            "metrics.em",
-            "metrics.f1",
-        )
-    ):
+    if task_type == "qa" and score_key.startswith("metrics.") and score_key not in _QA_METRICS:
         raise _fail(where, f"a qa task records metrics em and f1; got score_key {score_key!r}")
+    return score_key
 
-    thinking: tuple[str, str] | Literal["none"] | None = None
-    if cfg.get("thinking") is not None:
-        from ..grading import check_thinking
 
-        try:
-            pair = check_thinking(cfg["thinking"], where="thinking")
-        except UsageError as exc:
-            raise _fail(where, str(exc)) from None
-        thinking = pair if pair is not None else "none"
+_QA_METRICS = ("metrics.em", "metrics.f1")
 
-    recipe = Recipe(
-        rows=rows,
-        id_field=id_field,
-        question_field=question_field,
-        answer_field=answer_field,
-        choices_field=choices_field,
-        extras_fields=extras_fields,
-        template=template,
-        system=system,
-        chat=chat,
-        letters=letters,
-        answer_format=answer_format,
-        aliases=_check_aliases(cfg.get("aliases"), where),
-        fewshot=_check_fewshot(cfg.get("fewshot"), where),
-    )
-    compile_template(template, where)  # fail on a bad template now, not at load
-    return TaskSpec(
-        name=name,
-        description=description,
-        grader=grader,
-        sampling=sampling,
-        source=source,
-        licence=licence,
-        cluster_field=cluster_field,
-        type=task_type,
-        shuffle_choices=shuffle,
-        seed=seed,
-        score_key=score_key,
-        thinking=thinking,
-        recipe=recipe,
-    )
+
+def _thinking(cfg: Mapping[str, Any], where: str) -> tuple[str, str] | Literal["none"] | None:
+    """The inline-thought delimiters the config sets: a pair, ``"none"``, or ``None`` (unset)."""
+    if cfg.get("thinking") is None:
+        return None
+    from ..grading import check_thinking
+
+    try:
+        pair = check_thinking(cfg["thinking"], where="thinking")
+    except UsageError as exc:
+        raise _fail(where, str(exc)) from None
+    return pair if pair is not None else "none"
 
 
 def resolve_path(path: Any, base_dir: str | Path | None, where: str) -> Path:
