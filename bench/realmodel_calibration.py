@@ -22,6 +22,8 @@ Variants:
 ``nocache``   the same server with the KV prefix reuse off (``bench/_fresh_serve.py``:
               every request evaluates its prompt from scratch);
 ``llamacpp``  llama-cpp-python's own ``python -m llama_cpp.server``;
+``main-rerun`` ``main`` again, into its own directory (are runs reproducible?
+              ``identity --variant main-rerun``);
 ``rope``      the quickstart's mis-served candidate: ``main`` with
               ``--server-option rope_freq_scale=0.8`` (a real change, for the power rows
               of the sequential design, and a second A/A configuration of its own);
@@ -30,6 +32,11 @@ Variants:
               ``main`` runs found, else Beta(0.5, 2) draws), an independent draw per
               rollout from its seed; it must show no excess.
 
+Identity (``identity``): a variant's runs (finished or stopped part way) against the
+``main`` runs of the same seeds, rollout by rollout: identical texts, and whether the
+differing ones change correctness (``main-rerun``: ``main`` rerun into
+``<out>/main-rerun/seed-<S>``, is a run reproducible?).
+
 Replay (``replay``): rollouts of a stored run asked again one by one, in shuffled order,
 each with its stored seed, against a fresh server of a variant; reports how many come back
 identical. Identical answers mean the variant cannot change any statistic of those runs.
@@ -37,6 +44,7 @@ identical. Identical answers mean the variant cannot change any statistic of tho
     python bench/realmodel_calibration.py run --variant main --seeds 100-115 [--jobs 2]
     python bench/realmodel_calibration.py replay --run DIR --variant nocache --k 60
     python bench/realmodel_calibration.py run --variant scripted --seeds 0-31
+    python bench/realmodel_calibration.py identity --variant nocache
     python bench/realmodel_calibration.py analyze [--json out.json]
 
 Runs go to ``--out`` (default ``runs/realmodel``) as ``<variant>/seed-<S>``; a finished
@@ -69,7 +77,7 @@ from rolleval.stats import run_noise
 
 TASK = "common_knowledge"
 ALPHA = 0.05
-VARIANTS = ("main", "nocache", "llamacpp", "rope", "scripted")
+VARIANTS = ("main", "main-rerun", "nocache", "llamacpp", "rope", "scripted")
 BENCH = Path(__file__).resolve().parent
 ROLLEVAL = [sys.executable, "-m", "rolleval"]
 
@@ -128,7 +136,7 @@ def run_one(args: argparse.Namespace, variant: str, seed: int, probs: dict[str, 
     t0 = time.monotonic()
     log = open(out.with_suffix(".log"), "w")  # noqa: SIM115
     with log:
-        if variant in ("main", "rope"):
+        if variant in ("main", "main-rerun", "rope"):
             cmd = [*ROLLEVAL, *_run_args(args, seed, out), "--model", "local"]
             if variant == "rope":
                 cmd += ["--server-option", "rope_freq_scale=0.8"]
@@ -280,6 +288,46 @@ def cmd_replay(args: argparse.Namespace) -> int:
         f"(shuffled, one at a time; indices 0: {idx.count(0)}, 1-7: {len(idx) - idx.count(0)}) "
         f"in {time.monotonic() - t0:.0f} s"
     )
+    return 0
+
+
+# ------------------------------------------------------------------- identity
+
+
+def _texts_and_verdicts(run: Path) -> tuple[dict[Any, str], dict[Any, bool]]:
+    task = run / "tasks" / TASK
+    texts = {
+        (r["problem_id"], r["index"]): r.get("text")
+        for r in map(json.loads, (task / "rollouts.jsonl").open())
+    }
+    verdicts = {
+        (j["problem_id"], j["index"]): bool(j.get("correct"))
+        for j in map(json.loads, (task / "judgements.jsonl").open())
+    }
+    return texts, verdicts
+
+
+def cmd_identity(args: argparse.Namespace) -> int:
+    """A variant's rollouts against ``main``'s of the same seed (finished or not): how many
+    texts are identical, and whether the differing ones change correctness. Identical
+    answers mean the variant cannot change any statistic of those runs."""
+    root = Path(args.out)
+    for run in sorted((root / args.variant).glob("seed-*")):
+        main_run = root / "main" / run.name
+        if not (run.is_dir() and run.name[5:].isdigit() and main_run.is_dir()):
+            continue
+        mt, mv = _texts_and_verdicts(main_run)
+        vt, vv = _texts_and_verdicts(run)
+        keys = [k for k in vv if k in mv]
+        diff = [k for k in keys if mt.get(k) != vt.get(k)]
+        print(
+            f"{args.variant} {run.name} against main: {len(keys) - len(diff)} of {len(keys)} "
+            f"graded rollouts identical; of the {len(diff)} that differ, correct "
+            f"{sum(mv[k] for k in diff)} in main and {sum(vv[k] for k in diff)} in "
+            f"{args.variant} (rollout indices {sorted({k[1] for k in diff})}); pass@1 over "
+            f"them: main {sum(mv[k] for k in keys) / max(len(keys), 1):.3f}, {args.variant} "
+            f"{sum(vv[k] for k in keys) / max(len(keys), 1):.3f}"
+        )
     return 0
 
 
@@ -545,6 +593,58 @@ def print_sequential(aa: dict[str, Any], power: dict[str, Any] | None) -> None:
     )
 
 
+# ------------------------------------------------------------- replicate rows
+
+
+def replicate_aa(frames: list[Any], k: int, draws: int, resamples: int) -> dict[str, Any]:
+    """A/A with ``k`` replicate runs per side (``compare --baseline-replicate``): ``draws``
+    random pairs of disjoint ``k``-seed groups, each compared by the replicate design."""
+    from rolleval.compare._runs import compare_replicate_frames
+
+    rng = np.random.default_rng(26)
+    codes = []
+    for _ in range(draws):
+        pick = rng.permutation(len(frames))[: 2 * k]
+        res = compare_replicate_frames(
+            [frames[i] for i in pick[:k]],
+            [frames[i] for i in pick[k:]],
+            n_resamples=resamples,
+            rng=0,
+        )
+        word = res.comparison.verdict
+        codes.append(-1 if word == "regression" else (1 if word == "improvement" else 0))
+    c = np.array(codes)
+    return {
+        "k": k,
+        "draws": draws,
+        "false_regression": float(np.mean(c == -1)),
+        "false_improvement": float(np.mean(c == 1)),
+    }
+
+
+def run_effect_anova(frames: list[Any], root: Path, seeds: list[int]) -> dict[str, Any] | None:
+    """One-way ANOVA of the per-(run, rollout index) means over problems: is there a run
+    effect beyond the rollouts' own spread? Needs no binomial model (F(k-1, k(n-1)))."""
+    from scipy.stats import f as f_dist
+
+    rows = []
+    for seed in seeds:
+        path = root / "main" / f"seed-{seed}" / "tasks" / TASK / "judgements.jsonl"
+        cells: dict[int, list[bool]] = {}
+        for line in path.open():
+            rec = json.loads(line)
+            cells.setdefault(rec["index"], []).append(bool(rec.get("correct")))
+        rows.append([np.mean(cells[j]) for j in sorted(cells)])
+    m = np.array(rows)
+    k, n = m.shape
+    if k < 2 or n < 2:
+        return None
+    msb = n * np.sum((m.mean(1) - m.mean()) ** 2) / (k - 1)
+    msw = np.sum((m - m.mean(1, keepdims=True)) ** 2) / (k * (n - 1))
+    stat = float(msb / msw)
+    return {"F": stat, "df": [k - 1, k * (n - 1)], "p": float(f_dist.sf(stat, k - 1, k * (n - 1)))}
+
+
 def cmd_analyze(args: argparse.Namespace) -> int:
     root = Path(args.out)
     results = []
@@ -558,6 +658,24 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         results.append(r)
     seeds, frames = load_variant(root, "main")
     if len(frames) >= 2:
+        anova = run_effect_anova(frames, root, seeds)
+        if anova:
+            print(
+                f"main: run effect on the per-(run, rollout index) means: F = {anova['F']:.2f}, "
+                f"df {anova['df']}, p = {anova['p']:.3g}"
+            )
+        reps = [
+            replicate_aa(frames, k, args.draws, args.resamples)
+            for k in (2, 4)
+            if len(frames) >= 2 * k
+        ]
+        for r in reps:
+            print(
+                f"main: A/A with {r['k']} replicate runs per side ({r['draws']} draws of disjoint "
+                f"seed groups): false regression {r['false_regression']:.3f}, false improvement "
+                f"{r['false_improvement']:.3f}"
+            )
+        results.append({"variant": "main-design", "anova": anova, "replicates": reps})
         aa = sequential_aa(seeds, frames, args.boot)
         rope_seeds, rope = load_variant(root, "rope")
         power = sequential_power(seeds, frames, rope_seeds, rope, args.resamples) if rope else None
@@ -583,15 +701,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--variant", choices=("main", "nocache", "llamacpp"), required=True)
     p.add_argument("--k", type=int, default=60)
     p.add_argument("--replay-seed", type=int, default=1)
+    p = sub.add_parser("identity")
+    p.add_argument("--variant", choices=("nocache", "llamacpp", "main-rerun"), required=True)
     p = sub.add_parser("analyze")
     p.add_argument("--resamples", type=int, default=10_000)
     p.add_argument("--boot", type=int, default=2000)
     p.add_argument("--permutations", type=int, default=5000)
+    p.add_argument("--draws", type=int, default=400, help="replicate A/A draws")
     p.add_argument("--json")
     args = ap.parse_args(argv)
     if getattr(args, "jobs", 1) > 2:
         ap.error("--jobs: at most 2 model servers at once")
-    return {"run": cmd_run, "replay": cmd_replay, "analyze": cmd_analyze}[args.cmd](args)
+    return {"run": cmd_run, "replay": cmd_replay, "identity": cmd_identity, "analyze": cmd_analyze}[
+        args.cmd
+    ](args)
 
 
 if __name__ == "__main__":
