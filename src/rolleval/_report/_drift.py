@@ -85,6 +85,9 @@ def drift_doc(data: dict[str, Any]) -> list[Block]:
         Para(f"why: {data['reason']}"),
         _headline(data),
     ]
+    planning = _planning(data)
+    if planning:
+        out.append(Para(planning))
     pct = tl["kld_percentiles"]
     out.append(
         Table(
@@ -161,6 +164,7 @@ def drift_doc(data: dict[str, Any]) -> list[Block]:
                     f"(K = {m['top_logprobs']}); alternatives matched by {m['keyed_by']}"
                 ),
                 Para(f"tail rule: {m['tail_rule']}"),
+                Para(f"texts: {_continuation(m.get('continuation') or {})}"),
                 Para(
                     f"unit {m['unit']}: per-text means, then {m['interval']}, confidence "
                     f"{m['confidence_level']:g}, {m['n_resamples']} resamples, seed {m['seed']}; "
@@ -170,6 +174,33 @@ def drift_doc(data: dict[str, Any]) -> list[Block]:
         )
     )
     return out
+
+
+def _planning(data: dict[str, Any]) -> str:
+    plan = data.get("planning") or {}
+    if not plan:
+        return ""
+    power = f"power {plan.get('power', 0.8):g}"
+    if plan.get("texts_needed") is None:
+        return f"texts needed to decide: N/A ({plan.get('reason')})"
+    side = str(plan.get("side") or "").replace("_", " ")
+    return (
+        f"texts needed to decide ({side}, {power}, at this spread and mean): "
+        f"{plan['texts_needed']}; measured on {data['n_texts']}"
+    )
+
+
+def _continuation(c: dict[str, Any]) -> str:
+    kind = c.get("kind", "none")
+    if kind == "sampled":
+        sent = ", ".join(f"{k} {v}" for k, v in (c.get("sent") or {}).items())
+        return (
+            f"each prompt followed by one continuation sampled from the baseline (seed "
+            f"{c.get('seed')}, per prompt derived from it; {sent})"
+        )
+    if kind == "reference":
+        return "each prompt followed by its reference answer"
+    return "scored as given"
 
 
 def _side(info: dict[str, Any]) -> str:

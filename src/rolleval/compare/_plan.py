@@ -13,6 +13,8 @@ import math
 import os
 from typing import Any
 
+import numpy as np
+
 from ..errors import UsageError
 from ..stats import (
     minimum_detectable_effect,
@@ -40,6 +42,63 @@ def _check(effect: float, threshold: float, alpha: float, power: float) -> None:
         raise UsageError(
             f"`alpha` must lie in (0, 1) and `power` in (alpha/2, 1); got {alpha}, {power}"
         )
+
+
+def _paired_components(pilot_frame: Any, candidate_frame: Any) -> tuple[dict[str, Any], int, str]:
+    """The paired variance components of a baseline/candidate pair, or, when a problem has
+    one rollout on a side, the total variance of the per-problem differences alone."""
+    al = align_frames(pilot_frame, candidate_frame, unmatched="exclude")
+    c_b, n_b = pilot_frame.c[al.pos_baseline], pilot_frame.n[al.pos_baseline]
+    c_c, n_c = candidate_frame.c[al.pos_candidate], candidate_frame.n[al.pos_candidate]
+    T = len(al.ids)
+    comp = paired_variance_components(c_b, n_b, c_c, n_c)
+    components: dict[str, Any] = {
+        "omega2": comp.omega2,
+        "sigma2_baseline": comp.sigma2_baseline,
+        "k_baseline": comp.k_baseline,
+        "sigma2_candidate": comp.sigma2_candidate,
+        "k_candidate": comp.k_candidate,
+        "n": comp.n,
+        "status": comp.status,
+        "reason": comp.reason,
+    }
+    assumption = "omega2 estimated from the baseline/candidate pair"
+    if comp.status == "ok" or T < 2:
+        return components, T, assumption
+    d = c_b / n_b - c_c / n_c
+    total = float(np.var(d, ddof=1))
+    if total == 0:
+        components["reason"] = (
+            f"every one of the {T} problems has the same difference between the runs: no "
+            "spread to plan from"
+        )
+        return components, T, assumption
+    components.update(
+        total_variance=total,
+        status="total_only",
+        reason=(
+            "a problem has one rollout on a side: the between- and within-problem parts "
+            "cannot be told apart, so rollouts per problem cannot be planned; problems can, "
+            "at the current rollouts per problem, from the variance of the per-problem "
+            "differences"
+        ),
+    )
+    assumption = (
+        "the variance of the per-problem differences of the pair at the current rollouts "
+        "per problem (omega2 and the within-problem parts together)"
+    )
+    return components, T, assumption
+
+
+def _total_kwargs(components: dict[str, Any]) -> dict[str, float]:
+    """Planner arguments carrying the total variance alone (``V = total``)."""
+    return {
+        "omega2": float(components["total_variance"]),
+        "sigma2_baseline": 0.0,
+        "k_baseline": 1.0,
+        "sigma2_candidate": 0.0,
+        "k_candidate": 1.0,
+    }
 
 
 def plan_runs(
@@ -77,7 +136,13 @@ def plan_runs(
 
     With one pilot run the candidate is assumed to shift every problem equally
     (``omega2 = 0``) and to have the pilot's within-problem variance: the sizes are lower
-    bounds. With a candidate run, ``omega2`` is estimated from the pair.
+    bounds. With a candidate run, ``omega2`` is estimated from the pair. When a problem has
+    one rollout on a side (``n = 1``), the parts cannot be told apart, but their sum at the
+    current rollouts can: the sample variance (``ddof=1``) of the per-problem differences
+    ``d_i = c_baseline/n_baseline - c_candidate/n_candidate`` is unbiased for ``V``
+    (problems drawn independently, rollouts independent given the problem), so problems
+    are planned at the current rollouts per problem from it, and rollouts per problem are
+    not planned (``required_rollouts_at_current_problems`` None, ``rollouts_reason``).
 
     Parameters
     ----------
@@ -153,26 +218,8 @@ def plan_runs(
     for name in names:
         pilot_frame = by_pilot[name]
         if by_candidate is not None:
-            al = align_frames(pilot_frame, by_candidate[name], unmatched="exclude")
-            comp = paired_variance_components(
-                pilot_frame.c[al.pos_baseline],
-                pilot_frame.n[al.pos_baseline],
-                by_candidate[name].c[al.pos_candidate],
-                by_candidate[name].n[al.pos_candidate],
-            )
-            T = len(al.ids)
-            assumption = "omega2 estimated from the baseline/candidate pair"
-            components: dict[str, Any] = {
-                "omega2": comp.omega2,
-                "sigma2_baseline": comp.sigma2_baseline,
-                "k_baseline": comp.k_baseline,
-                "sigma2_candidate": comp.sigma2_candidate,
-                "k_candidate": comp.k_candidate,
-                "n": comp.n,
-                "status": comp.status,
-                "reason": comp.reason,
-            }
-            ok = comp.status == "ok"
+            components, T, assumption = _paired_components(pilot_frame, by_candidate[name])
+            ok = components["status"] in ("ok", "total_only")
         else:
             keep = pilot_frame.n >= 2
             vc = variance_components(pilot_frame.c[keep], pilot_frame.n[keep])
@@ -191,6 +238,11 @@ def plan_runs(
                 "status": vc.status,
                 "reason": vc.reason,
             }
+            if not ok and T < 2 and pilot_frame.n.size >= 2:
+                components["reason"] = (
+                    f"{vc.reason}; with one rollout per problem give --candidate: the "
+                    "paired variance is then estimated from the two runs"
+                )
             assumption = (
                 "one pilot run: the candidate is assumed to shift every problem equally "
                 "(omega2 = 0) with the pilot's within-problem variance, so sizes are lower bounds"
@@ -204,13 +256,18 @@ def plan_runs(
             )
             out["tasks"][name] = entry
             continue
-        kw = {
-            "omega2": float(components["omega2"]),
-            "sigma2_baseline": float(components["sigma2_baseline"]),
-            "k_baseline": float(components["k_baseline"]),
-            "sigma2_candidate": float(components["sigma2_candidate"]),
-            "k_candidate": float(components["k_candidate"]),
-        }
+        total_only = components["status"] == "total_only"
+        kw = (
+            _total_kwargs(components)
+            if total_only
+            else {
+                "omega2": float(components["omega2"]),
+                "sigma2_baseline": float(components["sigma2_baseline"]),
+                "k_baseline": float(components["k_baseline"]),
+                "sigma2_candidate": float(components["sigma2_candidate"]),
+                "k_candidate": float(components["k_candidate"]),
+            }
+        )
         variance = (
             kw["omega2"]
             + kw["sigma2_baseline"] / kw["k_baseline"]
@@ -238,16 +295,22 @@ def plan_runs(
             entry["required_problems"] = required_problems(
                 effect, alpha=alpha, power=power, threshold=threshold, **kw
             )
-            entry["required_rollouts_at_current_problems"] = required_rollouts(
-                effect,
-                T,
-                omega2=kw["omega2"],
-                sigma2_baseline=kw["sigma2_baseline"],
-                sigma2_candidate=kw["sigma2_candidate"],
-                alpha=alpha,
-                power=power,
-                threshold=threshold,
+            entry["required_rollouts_at_current_problems"] = (
+                None
+                if total_only
+                else required_rollouts(
+                    effect,
+                    T,
+                    omega2=kw["omega2"],
+                    sigma2_baseline=kw["sigma2_baseline"],
+                    sigma2_candidate=kw["sigma2_candidate"],
+                    alpha=alpha,
+                    power=power,
+                    threshold=threshold,
+                )
             )
+        if total_only:
+            entry["rollouts_reason"] = components["reason"]
         if sequential:
             from ._sequential import simulate_sequential, task_alpha
 
