@@ -282,3 +282,28 @@ def test_texts_needed_to_decide_from_the_per_text_means():
     assert plan_texts(np.array([0.4]), 0.3, 0.95, 0.8).texts_needed is None
     assert plan_texts(means, 0.4, 0.95, 0.8).texts_needed is None  # the mean is the threshold
     assert plan_texts(np.array([0.5, 0.5]), 0.3, 0.95, 0.8).texts_needed == 2
+
+
+def test_a_top_k_side_is_warned_when_k_is_small_for_the_model():
+    from rolleval.drift import DriftSide
+    from rolleval.drift._measure import _Live, _tail_warnings
+    from rolleval.drift._tokens import TextFigures
+
+    def figures(tail):
+        z = np.zeros(2)
+        return [
+            TextFigures(
+                np.arange(1, 3), z, z.astype(bool), z, np.full(2, tail), "id", False, (), (), ()
+            )
+        ]
+
+    top = _Live("candidate", DriftSide("http://x/v1"), "http://x/v1", "m", False, {})
+    full = _Live("baseline", DriftSide("a.gguf"), "http://y/v1", "m", True, {})
+    # K = 200 but the baseline leaves 5% of its mass outside the compared tokens: warned,
+    # with that mass quoted
+    (w,) = _tail_warnings((full, top), 200, figures(0.05))
+    assert "the candidate sends top-200" in w and "0.050 of its probability" in w
+    # K = 200 and 0.5% outside: no warning; a full side is never warned
+    assert _tail_warnings((full, top), 200, figures(0.005)) == []
+    # K = 20: warned whatever the mass
+    assert len(_tail_warnings((full, top), 20, figures(0.0))) == 1
