@@ -4,7 +4,7 @@ Both models score the same texts token by token (teacher forcing: an echoed
 ``/v1/completions`` request per text and side); per token:
 
 * ``KL(P_baseline || P_candidate)`` in nats: exact where both sides send full-vocabulary
-  log-probs (a ``.gguf`` rolleval serves), else from the top-K lists with one merged tail
+  log-probs (a ``.gguf`` rolleval serves), else from the top-K lists with the capped tail
   (a lower bound; docs/contract.md, "Drift");
 * top-1 agreement: both sides' most likely tokens are the same token;
 * delta NLL: candidate minus baseline negative log-likelihood of the actual token
