@@ -153,7 +153,7 @@ def main() -> None:
                         )
                         ratio = top.token_level.mean_kld / tl.mean_kld
                         print(
-                            f"{name}: top-{k} (ids, merged tail) mean KLD "
+                            f"{name}: top-{k} (ids, capped tail) mean KLD "
                             f"{top.token_level.mean_kld:.5f} = {ratio:.3f} of exact "
                             f"({100 * (1 - ratio):.1f}% low); top-1 agreement "
                             f"{top.token_level.top1_agreement:.4f}"

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
 
+import numpy as np
 import orjson
 import pytest
 
@@ -210,3 +212,42 @@ def test_html_pages_carry_the_verdict_and_numbers(tmp_path):
         f"{report['tasks']['synthetic_math']['metrics']['pass@1']['value']:.4f}" in text
         and "unextracted" in text
     )
+
+
+def test_plan_at_one_rollout_per_problem_uses_the_paired_differences(tmp_path):
+    """n = 1 on both sides: the variance of the per-problem differences d_i is estimable
+    (ddof=1, unbiased for omega2 + sigma2_b + sigma2_c), so problems are planned from it;
+    rollouts per problem are not (the split is not identifiable)."""
+    from scipy.stats import norm
+
+    from rolleval.compare._frame import load_frames
+
+    b = write_synthetic_run(tmp_path / "b", n_problems=80, n_rollouts=1, rng=3)
+    c = write_synthetic_run(
+        tmp_path / "c", n_problems=80, n_rollouts=1, rng=3, shift=-0.1, outcome_rng=4
+    )
+    fb = load_frames(b.path)["synthetic_math"]
+    fc = load_frames(c.path)["synthetic_math"]
+    by_id = dict(zip(fc.ids, fc.c, strict=True))
+    d = np.array([cb - by_id[i] for i, cb in zip(fb.ids, fb.c, strict=True)], dtype=float)
+    v = float(np.var(d, ddof=1))
+    assert v > 0
+    effect, tau = 0.1, 0.02
+    res = plan_runs(b.path, c.path, effect=effect, threshold=tau).to_dict()["tasks"][
+        "synthetic_math"
+    ]
+    assert res["status"] == "ok" and res["components"]["status"] == "total_only"
+    assert res["components"]["total_variance"] == pytest.approx(v, rel=1e-12)
+    za, zb = norm.ppf(0.975), norm.ppf(0.8)
+    s_star = min(effect / (za + zb), (effect - tau) / zb)
+    assert res["required_problems"] == math.ceil(v / s_star**2)
+    assert res["required_problems_significance"] == math.ceil((za + zb) ** 2 * v / effect**2)
+    assert res["mde_current"] == pytest.approx((za + zb) * math.sqrt(v / 80), rel=1e-9)
+    assert res["required_rollouts_at_current_problems"] is None
+    assert "cannot be told apart" in res["rollouts_reason"]
+    proc = _cli("plan", str(b.path), "--candidate", str(c.path), "--effect", "0.1")
+    assert proc.returncode == 0 and f"problem: {res['required_problems']} " in proc.stdout
+    assert "rollouts per problem needed at 80 problems: N/A" in proc.stdout
+    # the pilot alone at n = 1 cannot be planned, and says what would do
+    alone = plan_runs(b.path, effect=effect).to_dict()["tasks"]["synthetic_math"]
+    assert alone["status"] == "unavailable" and "--candidate" in alone["reason"]

@@ -4,6 +4,7 @@ the verdict's exit codes, the refusals (exit 2, one line, nothing written)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 
@@ -193,3 +194,93 @@ def test_bad_input_is_one_line_exit_2_and_nothing_is_overwritten(tmp_path, capsy
         main(["drift", "--baseline", url, "--candidate", url, "--out", str(tmp_path / "o2")]) == 2
     )
     assert "exactly one of --texts" in capsys.readouterr().err
+
+
+def _seed(run_seed: int, text_id: str) -> int:
+    """The documented per-prompt seed, computed independently: the low 31 bits of the
+    first four bytes of sha256('<seed>\\0<id>\\00')."""
+    digest = hashlib.sha256(f"{run_seed}\x00{text_id}\x000".encode()).digest()
+    return int.from_bytes(digest[:4], "big") & 0x7FFFFFFF
+
+
+def _drift_task(b, c, out, *extra):
+    return main(
+        [
+            "drift",
+            "--baseline",
+            b.base_url,
+            "--candidate",
+            c.base_url,
+            "--task",
+            "arc_easy",
+            "--limit",
+            "3",
+            "--out",
+            str(out),
+            "--format",
+            "json",
+            "--threshold",
+            "0.0001",
+            *extra,
+        ]
+    )
+
+
+def test_task_texts_are_continued_by_the_baseline_with_recorded_seeds(tmp_path, capsys):
+    from rolleval.drift import task_prompts
+
+    prompts = dict(task_prompts("arc_easy", limit=3))
+    with OpenAIServer() as b, OpenAIServer(logprob_fn=worse) as c:
+        code = _drift_task(b, c, tmp_path / "out", "--seed", "7", "--max-tokens", "6")
+        b_gen = [r for r in b.requests if not r.json.get("echo")]
+        c_gen = [r for r in c.requests if not r.json.get("echo")]
+    capsys.readouterr()
+    data = json.loads((tmp_path / "out" / "drift.json").read_text())
+    cont = data["method"]["continuation"]
+    assert cont["kind"] == "sampled" and cont["by"] == "baseline" and cont["seed"] == 7
+    # sampled from the model's own distribution; a server that is not rolleval's own gets
+    # the standard fields only
+    assert cont["sent"] == {"temperature": 1.0, "top_p": 1.0, "max_tokens": 6}
+    # one generation request per prompt, on the baseline only, with the recorded seed
+    assert not c_gen and len(b_gen) == 3
+    by_prompt = {r.json["prompt"]: r.json for r in b_gen}
+    assert set(by_prompt) == set(prompts.values())
+    recorded = {x["id"]: x for x in data["continuations"]}
+    assert set(recorded) == set(prompts)
+    for text_id, prompt in prompts.items():
+        body = by_prompt[prompt]
+        assert body["seed"] == recorded[text_id]["seed"] == _seed(7, text_id)
+        assert body["temperature"] == 1.0 and body["max_tokens"] == 6
+        # the test server's answer: "echo seed=<seed>: <prompt>", cut to max_tokens words
+        want = " ".join(f"echo seed={body['seed']}: {prompt}".split()[:6])
+        assert recorded[text_id]["text"] == want
+    # both sides scored prompt + continuation: the figures of those texts
+    scored = [prompts[i] + recorded[i]["text"] for i in prompts]
+    expect = [_expected(t) for t in scored]
+    assert data["mean_kld"] == pytest.approx(np.mean([k for k, _ in expect]), rel=1e-9)
+    assert data["delta_nll"] == pytest.approx(np.mean([d for _, d in expect]), rel=1e-9)
+    assert code == 1 and data["planning"]["side"] == "above_threshold"
+
+
+def test_reference_continuation_and_flags_that_do_not_apply(tmp_path, capsys):
+    from rolleval.drift import task_texts
+
+    with OpenAIServer() as b, OpenAIServer(logprob_fn=worse) as c:
+        code = _drift_task(b, c, tmp_path / "ref", "--continuation", "reference")
+        b_gen = [r for r in b.requests if not r.json.get("echo")]
+    capsys.readouterr()
+    data = json.loads((tmp_path / "ref" / "drift.json").read_text())
+    assert code == 1 and not b_gen and data["continuations"] == []
+    assert data["method"]["continuation"] == {"kind": "reference"}
+    expect = [_expected(t) for _, t in task_texts("arc_easy", limit=3)]
+    assert data["mean_kld"] == pytest.approx(np.mean([k for k, _ in expect]), rel=1e-9)
+    texts = _write_texts(tmp_path / "t.jsonl")
+    url = "http://127.0.0.1:9/v1"
+    common = ["drift", "--baseline", url, "--candidate", url, "--out", str(tmp_path / "o")]
+    res = rolleval(*common, "--texts", texts, "--continuation", "sampled")
+    assert res.returncode == 2 and "--continuation applies to --task only" in res.stderr
+    res = rolleval(
+        *common, "--task", "arc_easy", "--continuation", "reference", "--max-tokens", "5"
+    )
+    assert res.returncode == 2 and "--max-tokens applies to --continuation sampled" in res.stderr
+    assert res.stderr.count("\n") == 1 and not (tmp_path / "o").exists()

@@ -34,7 +34,7 @@ def _requantize(src: str, dst: str) -> None:
     assert llama_cpp.llama_model_quantize(src.encode(), dst.encode(), ctypes.byref(params)) == 0
 
 
-def _exact_rows(path: str) -> dict[str, tuple[list[int], np.ndarray]]:
+def _exact_rows(path: str, texts=None) -> dict[str, tuple[list[int], np.ndarray]]:
     """Per text, the token ids and the log-softmax rows predicting tokens 1..n-1."""
     import llama_cpp
 
@@ -42,7 +42,7 @@ def _exact_rows(path: str) -> dict[str, tuple[list[int], np.ndarray]]:
 
     llm = llama_cpp.Llama(model_path=path, n_ctx=512, logits_all=True, verbose=False, n_threads=2)
     out = {}
-    for text_id, text in TEXTS:
+    for text_id, text in texts or TEXTS:
         ids = llm.tokenize(text.encode(), add_bos=True, special=True)
         llm.reset()
         llm.eval(ids)
@@ -99,3 +99,53 @@ def test_drift_of_a_requantized_candidate_matches_the_exact_computation(tmp_path
     assert 0.5 * full.token_level.mean_kld <= top.token_level.mean_kld <= full.token_level.mean_kld
     # a requantization moves the distributions: far from 0 (measured 0.2 to 0.5 nats)
     assert full.mean_kld.value > 0.05 and full.verdict == "above_threshold"
+
+
+def test_sampled_continuations_of_a_task_are_scored_exactly(tmp_path):
+    """``--continuation sampled`` on the embedded model: the baseline (a .gguf rolleval
+    serves) continues two ARC-Easy prompts with recorded seeds and its own server's
+    whole-distribution sampling settings; both sides then score prompt + continuation,
+    and the figures equal the exact computation on those texts. Whatever the sampled
+    text (it depends on the seed and the server's cache), the assertions hold: none can
+    fail by chance."""
+    pytest.importorskip("llama_cpp")
+    from rolleval._local._launcher import default_model_path
+    from rolleval.drift import (
+        DriftOptions,
+        SampledContinuation,
+        kl_divergence,
+        measure_drift,
+        task_prompts,
+    )
+
+    base = str(default_model_path())
+    cand = str(tmp_path / "q4_0.gguf")
+    _requantize(base, cand)
+    prompts = task_prompts("arc_easy", limit=2)
+    spec = SampledContinuation(seed=3, max_tokens=12)
+    res = measure_drift(
+        base, cand, prompts, DriftOptions(n_resamples=200, continuation=spec, probe=False)
+    )
+    cont = res.method.continuation
+    assert cont["kind"] == "sampled" and cont["seed"] == 3
+    assert cont["sent"] == {
+        "temperature": 1.0,
+        "top_p": 1.0,
+        "max_tokens": 12,
+        "top_k": 0,
+        "min_p": 0.0,
+        "repeat_penalty": 1.0,
+    }
+    assert [c["id"] for c in res.continuations] == [i for i, _ in prompts]
+    assert [c["seed"] for c in res.continuations] == [spec.seed_of(i) for i, _ in prompts]
+    assert all(
+        c["completion_tokens"] is None or c["completion_tokens"] <= 12 for c in res.continuations
+    )
+    scored = [(i, p + c["text"]) for (i, p), c in zip(prompts, res.continuations, strict=True)]
+    b_exact, c_exact = _exact_rows(base, scored), _exact_rows(cand, scored)
+    for rec in res.tokens:
+        (b_ids, b_rows), (c_ids, c_rows) = b_exact[rec["id"]], c_exact[rec["id"]]
+        assert b_ids == c_ids and len(rec["kld"]) == len(b_ids) - 1
+        want = np.asarray(kl_divergence(b_rows, c_rows))
+        np.testing.assert_allclose(rec["kld"], want, rtol=1e-3, atol=1e-5)
+    assert res.token_level.n_exact == res.n_tokens

@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from scipy.optimize import minimize
 from scipy.special import rel_entr
 from scipy.stats import entropy
 
@@ -14,6 +15,7 @@ from rolleval.drift import (
     TAIL_FLOOR,
     argmax_key,
     delta_nll,
+    kl_capped_tail,
     kl_divergence,
     kl_from_top,
     kl_merged_tail,
@@ -91,6 +93,76 @@ def test_merged_tail_floors_an_empty_tail():
     got = kl_merged_tail(_log(0.25, 0.25), _log(0.5, 0.5))
     expected = 0.5 * math.log(0.5) + 0.5 * math.log(0.5 / TAIL_FLOOR)
     assert got == pytest.approx(expected, rel=1e-6)
+
+
+def test_capped_tail_of_closed_forms():
+    # Known on both sides: a with 1/2 and 1/2. The baseline also lists b at 0.4; the
+    # candidate does not list b, so Q(b) <= 0.1, its smallest listed probability. The
+    # merged tail puts b with the rest (1/2 against 1/2: 0). Capped: Q(b) = 0.1 and the
+    # candidate's other 0.4 on the rest, where the baseline has 0.1:
+    # 0.4 ln(0.4/0.1) + 0.1 ln(0.1/0.4) = 0.3 ln 4
+    assert kl_merged_tail(_log(0.5), _log(0.5)) == pytest.approx(0.0, abs=1e-15)
+    got = kl_capped_tail(_log(0.5), _log(0.5), baseline_only=_log(0.4), candidate_floor=LN01)
+    assert got == pytest.approx(0.3 * math.log(4), rel=1e-12)
+    # the mirror image: the candidate lists c at 0.4, the baseline does not (P(c) <= 0.1)
+    got = kl_capped_tail(_log(0.5), _log(0.5), candidate_only=_log(0.4), baseline_floor=LN01)
+    assert got == pytest.approx(0.3 * math.log(4), rel=1e-12)
+    # without a cap the minimum gives b the candidate mass 0.4 (proportional: 0.4 of the
+    # baseline's 1/2 outside a, of the candidate's 1/2): a cap of 0.45 does not bind and
+    # leaves the merged-tail value 0
+    got = kl_capped_tail(
+        _log(0.5), _log(0.5), baseline_only=_log(0.4), candidate_floor=math.log(0.45)
+    )
+    assert got == pytest.approx(0.0, abs=1e-12)
+    # no one-sided tokens: the merged tail
+    assert kl_capped_tail(_log(0.5), _log(0.25)) == kl_merged_tail(_log(0.5), _log(0.25))
+
+
+LN01 = math.log(0.1)
+
+
+def _top_lists(p, q, k):
+    b, c = set(np.argsort(-p)[:k].tolist()), set(np.argsort(-q)[:k].tolist())
+    shared = sorted(b & c)
+    return shared, sorted(b - c), sorted(c - b), np.sort(p)[::-1][k - 1], np.sort(q)[::-1][k - 1]
+
+
+def test_capped_tail_is_a_lower_bound_and_the_smallest_consistent_kl():
+    rng = np.random.default_rng(7)
+    for trial in range(120):
+        v, k = 25, int(rng.integers(2, 8))
+        p, q = rng.dirichlet(np.full(v, 0.3)), rng.dirichlet(np.full(v, 0.3))
+        if trial % 3 == 0:
+            q = 0.6 * p + 0.4 * q
+        shared, a, c, p_floor, q_floor = _top_lists(p, q, k)
+        got = kl_capped_tail(
+            np.log(p[shared]),
+            np.log(q[shared]),
+            baseline_only=np.log(p[a]),
+            candidate_floor=math.log(q_floor),
+            candidate_only=np.log(q[c]),
+            baseline_floor=math.log(p_floor),
+        )
+        merged = kl_merged_tail(np.log(p[shared]), np.log(q[shared]))
+        assert merged - 1e-12 <= got <= entropy(p, q) + 1e-12
+        if not a:
+            continue
+        # the minimum over every consistent completion, by a generic optimiser: the
+        # candidate's unknown q_v (v only on the baseline's list) in [0, q_floor], the
+        # candidate-only tokens merged with the rest
+        head = float(np.sum(p[shared] * np.log(p[shared] / q[shared])))
+        p_u = 1 - p[shared].sum() - p[a].sum()
+        q_r = 1 - q[shared].sum()
+
+        def f(x, pa=p[a], p_u=p_u, q_r=q_r):
+            q_u = q_r - x.sum()
+            if q_u <= 0:
+                return 1e9
+            return float(np.sum(pa * np.log(pa / x)) + (p_u * math.log(p_u / q_u)))
+
+        start = np.full(len(a), min(q_floor, q_r / (len(a) + 1)) * 0.5)
+        best = minimize(f, start, bounds=[(1e-15, q_floor)] * len(a), method="L-BFGS-B").fun
+        assert got == pytest.approx(max(head + best, merged), abs=1e-6)
 
 
 def test_kl_from_top_uses_the_tokens_both_sides_list():

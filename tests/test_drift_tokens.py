@@ -72,11 +72,12 @@ def test_full_rows_on_both_sides_give_the_exact_figures():
 def test_one_full_side_uses_the_other_sides_listed_tokens():
     ids, texts = [3, 0, 2], ["<s>", "a", "c"]
     b = parse_side(_rolleval(ids, texts, P), "ac")
-    # the candidate lists ids 0 and 1 at row 1 (and the actual token)
+    # the candidate lists its top 2 (row 1: ids 0 and 1; row 2: ids 0 and 1), and the
+    # actual token is added (row 2: id 2)
     c_top = [
         None,
         [[0, "a", LOG(0.25)], [1, "b", LOG(0.25)]],
-        [[0, "a", LOG(0.4)], [2, "c", LOG(0.2)]],
+        [[0, "a", LOG(0.4)], [1, "b", LOG(0.3)]],
     ]
     c = parse_side(
         _plain(
@@ -92,11 +93,17 @@ def test_one_full_side_uses_the_other_sides_listed_tokens():
     f = compare_text(b, c, "t")
     assert not f.exact
     p, q = np.exp(P), np.exp(Q)
-    # row 1 on {0, 1} + tail; row 2 on {0, 2} + tail
+    # row 1 on {0, 1} + tail: the baseline-only ids 2 and 3 (1/8 each) would get candidate
+    # mass 1/4 each at the unconstrained minimum, not above the cap (the candidate's
+    # smallest listed, 1/4): the merged-tail value
     want1 = entropy([p[1][0], p[1][1], p[1][2] + p[1][3]], [q[1][0], q[1][1], q[1][2] + q[1][3]])
-    want2 = entropy([p[2][0], p[2][2], p[2][1] + p[2][3]], [q[2][0], q[2][2], q[2][1] + q[2][3]])
+    # row 2 on {0, 1, 2}: the one token left, id 3, holds the candidate's remaining 0.1
+    # (at most its cap 0.3): the bound is the exact KL (the merged tail gives less)
+    want2 = entropy(p[2], q[2])
+    merged2 = entropy([p[2][0], p[2][1], p[2][2], p[2][3]], [q[2][0], q[2][1], q[2][2], q[2][3]])
+    assert merged2 == pytest.approx(want2)  # one tail token: merging loses nothing here
     np.testing.assert_allclose(f.kld, [want1, want2], rtol=1e-6)
-    np.testing.assert_allclose(f.baseline_tail, [0.25, 0.6], rtol=1e-6)
+    np.testing.assert_allclose(f.baseline_tail, [0.25, 0.4], rtol=1e-6)
     assert f.agree.tolist() == [True, False]
 
 
@@ -235,3 +242,68 @@ def test_texts_from_a_file_and_from_a_task(tmp_path):
     assert [i for i, _ in got] == [q.problem_id for q in problems]
     first = problems[0]
     assert got[0][1] == first.prompt[0]["content"] + "\n" + first.reference
+
+
+def test_the_floor_of_a_list_leaves_the_actual_token_out():
+    # a server lists its top 2 and adds the actual token (id 5, less likely than both):
+    # tokens it left out are at most as likely as its 2nd, not as the actual token
+    ids, texts = [1, 5], ["<s>", "x"]
+    top_ids = [None, [[7, "a", LOG(0.5)], [8, "b", LOG(0.2)], [5, "x", LOG(0.01)]]]
+    side = parse_side(
+        _plain(
+            texts,
+            [None, LOG(0.01)],
+            [None, {}],
+            {"token_ids": ids, "top_logprob_ids": top_ids},
+            prompt_tokens=2,
+        ),
+        "x",
+    )
+    assert side.floors is not None and side.floors[1] == pytest.approx(LOG(0.2))
+    # the same by text (plain OpenAI form)
+    tops = [None, {"a": LOG(0.5), "b": LOG(0.2), "x": LOG(0.01)}]
+    side = parse_side(_plain(texts, [None, LOG(0.01)], tops, prompt_tokens=2), "x")
+    assert side.keyed_by == "text" and side.floors[1] == pytest.approx(LOG(0.2))
+
+
+def test_texts_needed_to_decide_from_the_per_text_means():
+    from scipy.stats import norm
+
+    from rolleval.drift._result import plan_texts
+
+    means = np.array([0.30, 0.50, 0.40, 0.20, 0.60])  # mean 0.4, sd sqrt(0.025)
+    z = norm.ppf(0.975) + norm.ppf(0.8)
+    got = plan_texts(means, 0.3, 0.95, 0.8)
+    want = math.ceil((z * math.sqrt(0.025) / 0.1) ** 2)  # 19.6... -> 20
+    assert (got.texts_needed, got.side) == (want, "above_threshold") and want == 20
+    below = plan_texts(means, 0.6, 0.95, 0.8)
+    assert below.side == "within_threshold"
+    assert below.texts_needed == math.ceil((z * math.sqrt(0.025) / 0.2) ** 2) == 5
+    assert plan_texts(np.array([0.4]), 0.3, 0.95, 0.8).texts_needed is None
+    assert plan_texts(means, 0.4, 0.95, 0.8).texts_needed is None  # the mean is the threshold
+    assert plan_texts(np.array([0.5, 0.5]), 0.3, 0.95, 0.8).texts_needed == 2
+
+
+def test_a_top_k_side_is_warned_when_k_is_small_for_the_model():
+    from rolleval.drift import DriftSide
+    from rolleval.drift._measure import _Live, _tail_warnings
+    from rolleval.drift._tokens import TextFigures
+
+    def figures(tail):
+        z = np.zeros(2)
+        return [
+            TextFigures(
+                np.arange(1, 3), z, z.astype(bool), z, np.full(2, tail), "id", False, (), (), ()
+            )
+        ]
+
+    top = _Live("candidate", DriftSide("http://x/v1"), "http://x/v1", "m", False, {})
+    full = _Live("baseline", DriftSide("a.gguf"), "http://y/v1", "m", True, {})
+    # K = 200 but the baseline leaves 5% of its mass outside the compared tokens: warned,
+    # with that mass quoted
+    (w,) = _tail_warnings((full, top), 200, figures(0.05))
+    assert "the candidate sends top-200" in w and "0.050 of its probability" in w
+    # K = 200 and 0.5% outside: no warning; a full side is never warned
+    assert _tail_warnings((full, top), 200, figures(0.005)) == []
+    # K = 20: warned whatever the mass
+    assert len(_tail_warnings((full, top), 20, figures(0.0))) == 1

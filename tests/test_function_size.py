@@ -36,7 +36,7 @@ MAX_OVER_LIMIT = 8
 KNOWN_LONG: dict[str, int] = {
     "compare/_paired.py::paired_compare": 202,
     "compare/_gate.py::gate_run": 158,
-    "compare/_plan.py::plan_runs": 122,
+    "compare/_plan.py::plan_runs": 120,
     "compare/_paired.py::_power": 125,
     "_importers/lmeval/_samples.py::_Samples.line": 120,
     "_report/_document.py::comparison_blocks": 107,

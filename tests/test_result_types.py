@@ -137,7 +137,8 @@ def test_a_task_without_a_plan_carries_the_unavailable_dicts_keys(tmp_path):
     assert (
         task.reason
         == task.components["reason"]
-        == "fewer than 2 problems (0): no variance across problems"
+        == "fewer than 2 problems (0): no variance across problems; with one rollout per "
+        "problem give --candidate: the paired variance is then estimated from the two runs"
     )
 
 

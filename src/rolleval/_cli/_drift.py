@@ -38,6 +38,45 @@ def _apply(options: list[Callable[[_F], _F]]) -> Callable[[_F], _F]:
     return deco
 
 
+def _texts(
+    texts_path: str | None,
+    task: str | None,
+    limit: int | None,
+    continuation: str | None,
+    max_tokens: int | None,
+    temperature: float | None,
+    seed: int,
+) -> tuple[list[tuple[str, str]], Any]:
+    """The texts to score, and the sampled-continuation settings (None: score as given)."""
+    from ..drift import SampledContinuation, load_texts, task_prompts, task_texts
+
+    if (texts_path is None) == (task is None):
+        raise UsageError("give exactly one of --texts FILE.jsonl and --task NAME")
+    given = [
+        name
+        for name, value in (
+            ("--continuation", continuation),
+            ("--max-tokens", max_tokens),
+            ("--temperature", temperature),
+        )
+        if value is not None
+    ]
+    if texts_path is not None:
+        if given:
+            raise UsageError(f"{given[0]} applies to --task only (--texts are scored as given)")
+        return load_texts(texts_path, limit=limit), None
+    if continuation == "reference":
+        if given[1:]:
+            raise UsageError(f"{given[1]} applies to --continuation sampled only")
+        return task_texts(str(task), limit=limit), None
+    spec = SampledContinuation(
+        seed=seed,
+        temperature=1.0 if temperature is None else temperature,
+        max_tokens=128 if max_tokens is None else max_tokens,
+    )
+    return task_prompts(str(task), limit=limit), spec
+
+
 @cli.command("drift")
 @_apply(_side_options("baseline") + _side_options("candidate"))
 @click.option(
@@ -50,7 +89,26 @@ def _apply(options: list[Callable[[_F], _F]]) -> Callable[[_F], _F]:
 @click.option(
     "--task",
     default=None,
-    help="A task: each problem's prompt followed by its reference answer.",
+    help="A task: each problem's prompt followed by a continuation (--continuation).",
+)
+@click.option(
+    "--continuation",
+    type=click.Choice(["sampled", "reference"]),
+    default=None,
+    help="With --task: the baseline's own continuation, sampled here with a seed derived "
+    "from --seed, or the reference answer [sampled].",
+)
+@click.option(
+    "--max-tokens",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Longest sampled continuation, tokens [128].",
+)
+@click.option(
+    "--temperature",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Temperature of the sampled continuation [1.0: the model's own distribution].",
 )
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="First N texts/problems.")
 @click.option(
@@ -102,6 +160,9 @@ def drift_cmd(
     candidate_api_key_env: str | None,
     texts_path: str | None,
     task: str | None,
+    continuation: str | None,
+    max_tokens: int | None,
+    temperature: float | None,
     limit: int | None,
     top_logprobs: int | None,
     threshold: float | None,
@@ -122,6 +183,8 @@ def drift_cmd(
     3: undecided (the interval contains the threshold, or fewer than 2 texts); 2: usage error
     (bad input, a server with unusable prompt log-probs, different tokenizers).
     """
+    import dataclasses
+
     import orjson
 
     from .._report._render import emit
@@ -131,22 +194,14 @@ def drift_cmd(
         DEFAULT_TOP_LOGPROBS,
         DriftOptions,
         DriftSide,
-        load_texts,
         measure_drift,
-        task_texts,
     )
     from ..rundir._store import atomic_write_bytes, atomic_write_json
 
-    if (texts_path is None) == (task is None):
-        raise UsageError("give exactly one of --texts FILE.jsonl and --task NAME")
     out_dir = Path(out)
     if (out_dir / "drift.json").exists():
         raise UsageError(f"{out_dir / 'drift.json'} exists; give another --out (nothing written)")
-    texts = (
-        load_texts(texts_path, limit=limit)
-        if texts_path is not None
-        else task_texts(str(task), limit=limit)
-    )
+    texts, sampled = _texts(texts_path, task, limit, continuation, max_tokens, temperature, seed)
     extra = _parse_kv(server_options, "--server-option")
     options = DriftOptions(
         top_logprobs=top_logprobs or DEFAULT_TOP_LOGPROBS,
@@ -157,6 +212,7 @@ def drift_cmd(
         concurrency=concurrency,
         timeout_s=timeout_s,
         server_options={"n_threads": 2, **extra},
+        continuation=sampled,
     )
     result = measure_drift(
         DriftSide(baseline, baseline_model, baseline_api_key_env),
@@ -164,6 +220,9 @@ def drift_cmd(
         texts,
         options,
     )
+    if task is not None and sampled is None:
+        method = dataclasses.replace(result.method, continuation={"kind": "reference"})
+        result = dataclasses.replace(result, method=method)
     data = result.to_dict()
     data["texts_source"] = texts_path or f"task {task}"
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -70,7 +70,6 @@ def _headline(data: dict[str, Any]) -> Table:
 
 def drift_doc(data: dict[str, Any]) -> list[Block]:
     """The blocks of a drift measurement."""
-    m, tl = data["method"], data["token_level"]
     verdict = data["verdict"]
     out: list[Block] = [
         Title(
@@ -85,8 +84,22 @@ def drift_doc(data: dict[str, Any]) -> list[Block]:
         Para(f"why: {data['reason']}"),
         _headline(data),
     ]
+    planning = _planning(data)
+    if planning:
+        out.append(Para(planning))
+    out += _token_blocks(data["token_level"])
+    if data.get("warnings"):
+        out.append(Bullets([f"WARNING: {w}" for w in data["warnings"]]))
+    out += _worst_blocks(data.get("worst_tokens") or [])
+    out.append(_texts_block(data.get("texts") or []))
+    out.append(_method_block(data["method"]))
+    return out
+
+
+def _token_blocks(tl: dict[str, Any]) -> list[Block]:
+    """The per-token KLD percentiles and the token-level ratios."""
     pct = tl["kld_percentiles"]
-    out.append(
+    return [
         Table(
             ["per-token KLD", "p50", "p90", "p95", "p99", "p99.9", "max"],
             [
@@ -96,80 +109,111 @@ def drift_doc(data: dict[str, Any]) -> list[Block]:
                     _g(tl["max_kld"]),
                 ]
             ],
-        )
-    )
-    out.append(
+        ),
         Para(
             f"PPL(candidate)/PPL(baseline) over tokens {_g(tl['ppl_ratio'])}; exact KL on "
             f"{tl['n_exact']}/{tl['n_tokens']} tokens; baseline mass outside the compared "
             f"tokens {_g(tl['baseline_tail_mean'])} on average"
-        )
-    )
-    if data.get("warnings"):
-        out.append(Bullets([f"WARNING: {w}" for w in data["warnings"]]))
-    worst = data.get("worst_tokens") or []
-    if worst:
-        out.append(Title("tokens with the largest KL divergence", 2))
-        out.append(
+        ),
+    ]
+
+
+def _worst_blocks(worst: list[dict[str, Any]]) -> list[Block]:
+    """The five tokens with the largest KL divergence, in context, with both sides' tops."""
+    if not worst:
+        return []
+    return [
+        Title("tokens with the largest KL divergence", 2),
+        Table(
+            ["text", "pos", "context", "token", "KLD", "dNLL", "baseline top", "candidate top"],
+            [
+                [
+                    str(w["text_id"]),
+                    str(w["position"]),
+                    repr(w["context"][-30:]),
+                    repr(w["token"]),
+                    f4(w["kld"]),
+                    s4(w["delta_nll"]),
+                    _alternatives(w["baseline_top"]),
+                    _alternatives(w["candidate_top"]),
+                ]
+                for w in worst[:5]
+            ],
+            left=4,
+        ),
+    ]
+
+
+def _texts_block(texts: list[dict[str, Any]]) -> Block:
+    """The per-text figures, largest mean KLD first (20 at most)."""
+    texts = sorted(texts, key=lambda t: -(t.get("mean_kld") or 0.0))
+    return Details(
+        f"per text ({len(texts)}; largest mean KLD first)",
+        [
             Table(
-                ["text", "pos", "context", "token", "KLD", "dNLL", "baseline top", "candidate top"],
+                ["text", "tokens", "mean KLD", "top-1 agreement", "delta NLL", "max KLD"],
                 [
                     [
-                        str(w["text_id"]),
-                        str(w["position"]),
-                        repr(w["context"][-30:]),
-                        repr(w["token"]),
-                        f4(w["kld"]),
-                        s4(w["delta_nll"]),
-                        _alternatives(w["baseline_top"]),
-                        _alternatives(w["candidate_top"]),
+                        str(t["id"]),
+                        str(t["n_tokens"]),
+                        f4(t["mean_kld"]),
+                        f"{t['n_top1_agree']}/{t['n_tokens']}",
+                        s4(t["delta_nll"]),
+                        f4(t["max_kld"]),
                     ]
-                    for w in worst[:5]
+                    for t in texts[:20]
                 ],
-                left=4,
             )
-        )
-    texts = sorted(data.get("texts") or [], key=lambda t: -(t.get("mean_kld") or 0.0))
-    out.append(
-        Details(
-            f"per text ({len(texts)}; largest mean KLD first)",
-            [
-                Table(
-                    ["text", "tokens", "mean KLD", "top-1 agreement", "delta NLL", "max KLD"],
-                    [
-                        [
-                            str(t["id"]),
-                            str(t["n_tokens"]),
-                            f4(t["mean_kld"]),
-                            f"{t['n_top1_agree']}/{t['n_tokens']}",
-                            s4(t["delta_nll"]),
-                            f4(t["max_kld"]),
-                        ]
-                        for t in texts[:20]
-                    ],
-                )
-            ],
-        )
+        ],
     )
-    out.append(
-        Details(
-            "method",
-            [
-                Para(
-                    f"teacher forcing: both sides score the same tokens; baseline scored from "
-                    f"{m['baseline_scoring']}, candidate from {m['candidate_scoring']} "
-                    f"(K = {m['top_logprobs']}); alternatives matched by {m['keyed_by']}"
-                ),
-                Para(f"tail rule: {m['tail_rule']}"),
-                Para(
-                    f"unit {m['unit']}: per-text means, then {m['interval']}, confidence "
-                    f"{m['confidence_level']:g}, {m['n_resamples']} resamples, seed {m['seed']}; "
-                    f"threshold {m['threshold']:g} nats on the mean KL divergence"
-                ),
-            ],
-        )
+
+
+def _method_block(m: dict[str, Any]) -> Block:
+    """How the figures were measured: scoring, tail rule, texts, interval."""
+    return Details(
+        "method",
+        [
+            Para(
+                f"teacher forcing: both sides score the same tokens; baseline scored from "
+                f"{m['baseline_scoring']}, candidate from {m['candidate_scoring']} "
+                f"(K = {m['top_logprobs']}); alternatives matched by {m['keyed_by']}"
+            ),
+            Para(f"tail rule: {m['tail_rule']}"),
+            Para(f"texts: {_continuation(m.get('continuation') or {})}"),
+            Para(
+                f"unit {m['unit']}: per-text means, then {m['interval']}, confidence "
+                f"{m['confidence_level']:g}, {m['n_resamples']} resamples, seed {m['seed']}; "
+                f"threshold {m['threshold']:g} nats on the mean KL divergence"
+            ),
+        ],
     )
-    return out
+
+
+def _planning(data: dict[str, Any]) -> str:
+    plan = data.get("planning") or {}
+    if not plan:
+        return ""
+    power = f"power {plan.get('power', 0.8):g}"
+    if plan.get("texts_needed") is None:
+        return f"texts needed to decide: N/A ({plan.get('reason')})"
+    side = str(plan.get("side") or "").replace("_", " ")
+    return (
+        f"texts needed to decide ({side}, {power}, at this spread and mean): "
+        f"{plan['texts_needed']}; measured on {data['n_texts']}"
+    )
+
+
+def _continuation(c: dict[str, Any]) -> str:
+    kind = c.get("kind", "none")
+    if kind == "sampled":
+        sent = ", ".join(f"{k} {v}" for k, v in (c.get("sent") or {}).items())
+        return (
+            f"each prompt followed by one continuation sampled from the baseline (seed "
+            f"{c.get('seed')}, per prompt derived from it; {sent})"
+        )
+    if kind == "reference":
+        return "each prompt followed by its reference answer"
+    return "scored as given"
 
 
 def _side(info: dict[str, Any]) -> str:

@@ -323,9 +323,11 @@ def render_plan(res: dict[str, Any]) -> str:
             lines.append(
                 f"  rollouts per problem needed at {e['problems']} problems: "
                 + (
-                    "unreachable by rollouts alone (between-problem variance)"
-                    if r is None
-                    else str(r)
+                    str(r)
+                    if r is not None
+                    else f"N/A ({e['rollouts_reason']})"
+                    if e.get("rollouts_reason")
+                    else "unreachable by rollouts alone (between-problem variance)"
                 )
             )
         seq = e.get("sequential")

@@ -14,6 +14,8 @@ import os
 from dataclasses import dataclass, field
 from typing import Any, Literal, NamedTuple
 
+import numpy as np
+
 from ..errors import UsageError
 from ..stats import (
     minimum_detectable_effect,
@@ -76,6 +78,9 @@ class TaskPlan:
     power_planned : dict or None
         The power at ``required_problems`` and how it was found (``power``, ``se``, ``sims``,
         ``method``).
+    rollouts_reason : str or None
+        Why rollouts per problem are not planned (one rollout per problem on a side: the
+        between- and within-problem parts cannot be told apart).
     sequential : dict or None
         The simulated sequential run (``sequential=True``): ``sims``, ``budget``,
         ``round_problems``, ``mean_problems``, ``p90_problems``, the share of each verdict
@@ -96,6 +101,7 @@ class TaskPlan:
     sequential: dict[str, Any] | None = None
     required_problems_normal: int | None = None
     power_planned: dict[str, Any] | None = None
+    rollouts_reason: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict: the task's entry in ``rolleval plan --format json`` (the sizes
@@ -119,6 +125,8 @@ class TaskPlan:
             )
         if self.reason is not None:
             out["reason"] = self.reason
+        if self.rollouts_reason is not None:
+            out["rollouts_reason"] = self.rollouts_reason
         if self.sequential is not None:
             out["sequential"] = self.sequential
         return out
@@ -206,7 +214,9 @@ def _planned(
         "sims": None,
         "method": "normal approximation",
     }
-    if normal > SMALL_T:
+    if normal > SMALL_T or frames is None:
+        # (frames None: one rollout per problem, where the simulation's truth model, which
+        # needs the within-problem part, cannot be built: the normal size)
         return normal, normal_power
     if isinstance(frames, tuple):
         base, cand, al = frames
@@ -260,33 +270,77 @@ def _check(effect: float, threshold: float, alpha: float, power: float) -> None:
         )
 
 
+def _paired_components(
+    pilot_frame: ProblemFrame, candidate_frame: ProblemFrame
+) -> tuple[dict[str, Any], int, str, Alignment]:
+    """The paired variance components of a baseline/candidate pair, or, when a problem has
+    one rollout on a side, the total variance of the per-problem differences alone."""
+    al = align_frames(pilot_frame, candidate_frame, unmatched="exclude")
+    c_b, n_b = pilot_frame.c[al.pos_baseline], pilot_frame.n[al.pos_baseline]
+    c_c, n_c = candidate_frame.c[al.pos_candidate], candidate_frame.n[al.pos_candidate]
+    T = len(al.ids)
+    comp = paired_variance_components(c_b, n_b, c_c, n_c)
+    components: dict[str, Any] = {
+        "omega2": comp.omega2,
+        "sigma2_baseline": comp.sigma2_baseline,
+        "k_baseline": comp.k_baseline,
+        "sigma2_candidate": comp.sigma2_candidate,
+        "k_candidate": comp.k_candidate,
+        "n": comp.n,
+        "status": comp.status,
+        "reason": comp.reason,
+    }
+    assumption = "omega2 estimated from the baseline/candidate pair"
+    if comp.status == "ok" or T < 2:
+        return components, T, assumption, al
+    d = c_b / n_b - c_c / n_c
+    total = float(np.var(d, ddof=1))
+    if total == 0:
+        components["reason"] = (
+            f"every one of the {T} problems has the same difference between the runs: no "
+            "spread to plan from"
+        )
+        return components, T, assumption, al
+    components.update(
+        total_variance=total,
+        status="total_only",
+        reason=(
+            "a problem has one rollout on a side: the between- and within-problem parts "
+            "cannot be told apart, so rollouts per problem cannot be planned; problems can, "
+            "at the current rollouts per problem, from the variance of the per-problem "
+            "differences"
+        ),
+    )
+    assumption = (
+        "the variance of the per-problem differences of the pair at the current rollouts "
+        "per problem (omega2 and the within-problem parts together)"
+    )
+    return components, T, assumption, al
+
+
+def _total_kwargs(components: dict[str, Any]) -> dict[str, float]:
+    """Planner arguments carrying the total variance alone (``V = total``)."""
+    return {
+        "omega2": float(components["total_variance"]),
+        "sigma2_baseline": 0.0,
+        "k_baseline": 1.0,
+        "sigma2_candidate": 0.0,
+        "k_candidate": 1.0,
+    }
+
+
 def _components(
     pilot_frame: ProblemFrame, cand_frame: ProblemFrame | None
 ) -> tuple[int, dict[str, Any], str, bool, Alignment | None]:
     """``(T, components, assumption, ok, alignment)``: the variance components of pass@1 a
-    task's plan rests on, from the pilot/candidate pair or from the pilot alone."""
+    task's plan rests on, from the pilot/candidate pair (:func:`_paired_components`) or from
+    the pilot alone."""
     if cand_frame is not None:
-        al = align_frames(pilot_frame, cand_frame, unmatched="exclude")
-        comp = paired_variance_components(
-            pilot_frame.c[al.pos_baseline],
-            pilot_frame.n[al.pos_baseline],
-            cand_frame.c[al.pos_candidate],
-            cand_frame.n[al.pos_candidate],
-        )
-        components: dict[str, Any] = {
-            "omega2": comp.omega2,
-            "sigma2_baseline": comp.sigma2_baseline,
-            "k_baseline": comp.k_baseline,
-            "sigma2_candidate": comp.sigma2_candidate,
-            "k_candidate": comp.k_candidate,
-            "n": comp.n,
-            "status": comp.status,
-            "reason": comp.reason,
-        }
-        assumption = "omega2 estimated from the baseline/candidate pair"
-        return len(al.ids), components, assumption, comp.status == "ok", al
+        components, T, assumption, al = _paired_components(pilot_frame, cand_frame)
+        return T, components, assumption, components["status"] in ("ok", "total_only"), al
     keep = pilot_frame.n >= 2
     vc = variance_components(pilot_frame.c[keep], pilot_frame.n[keep])
+    T = int(keep.sum())
     ok = vc.status == "ok" and vc.within is not None
     components = {
         "between": vc.between,
@@ -301,11 +355,37 @@ def _components(
         "status": vc.status,
         "reason": vc.reason,
     }
+    if not ok and T < 2 and pilot_frame.n.size >= 2:
+        components["reason"] = (
+            f"{vc.reason}; with one rollout per problem give --candidate: the "
+            "paired variance is then estimated from the two runs"
+        )
     assumption = (
         "one pilot run: the candidate is assumed to shift every problem equally "
         "(omega2 = 0) with the pilot's within-problem variance, so sizes are lower bounds"
     )
-    return int(keep.sum()), components, assumption, ok, None
+    return T, components, assumption, ok, None
+
+
+def _planner_kwargs(components: dict[str, Any]) -> tuple[dict[str, float], float]:
+    """The planner's variance arguments from a task's components (the total variance alone
+    at one rollout per problem), and the variance of one problem's difference they give."""
+    if components["status"] == "total_only":
+        kw = _total_kwargs(components)
+    else:
+        kw = {
+            "omega2": float(components["omega2"]),
+            "sigma2_baseline": float(components["sigma2_baseline"]),
+            "k_baseline": float(components["k_baseline"]),
+            "sigma2_candidate": float(components["sigma2_candidate"]),
+            "k_candidate": float(components["k_candidate"]),
+        }
+    variance = (
+        kw["omega2"]
+        + kw["sigma2_baseline"] / kw["k_baseline"]
+        + kw["sigma2_candidate"] / kw["k_candidate"]
+    )
+    return kw, variance
 
 
 def plan_runs(
@@ -354,7 +434,13 @@ def plan_runs(
 
     With one pilot run the candidate is assumed to shift every problem equally
     (``omega2 = 0``) and to have the pilot's within-problem variance: the sizes are lower
-    bounds. With a candidate run, ``omega2`` is estimated from the pair.
+    bounds. With a candidate run, ``omega2`` is estimated from the pair. When a problem has
+    one rollout on a side (``n = 1``), the parts cannot be told apart, but their sum at the
+    current rollouts can: the sample variance (``ddof=1``) of the per-problem differences
+    ``d_i = c_baseline/n_baseline - c_candidate/n_candidate`` is unbiased for ``V``
+    (problems drawn independently, rollouts independent given the problem), so problems
+    are planned at the current rollouts per problem from it, and rollouts per problem are
+    not planned (``required_rollouts_at_current_problems`` None, ``rollouts_reason``).
 
     Parameters
     ----------
@@ -439,18 +525,8 @@ def plan_runs(
             )
             out["tasks"][name] = entry
             continue
-        kw = {
-            "omega2": float(components["omega2"]),
-            "sigma2_baseline": float(components["sigma2_baseline"]),
-            "k_baseline": float(components["k_baseline"]),
-            "sigma2_candidate": float(components["sigma2_candidate"]),
-            "k_candidate": float(components["k_candidate"]),
-        }
-        variance = (
-            kw["omega2"]
-            + kw["sigma2_baseline"] / kw["k_baseline"]
-            + kw["sigma2_candidate"] / kw["k_candidate"]
-        )
+        total_only = components["status"] == "total_only"
+        kw, variance = _planner_kwargs(components)
         entry["status"] = "ok"
         entry["mde_current"] = minimum_detectable_effect(T, alpha=alpha, power=power, **kw)
         se_now = math.sqrt(variance / T)
@@ -477,19 +553,27 @@ def plan_runs(
             entry["required_problems"], entry["power_planned"] = _planned(
                 normal,
                 variance,
-                pilot_frame if cand_frame is None else (pilot_frame, cand_frame, al),
+                None
+                if total_only
+                else (pilot_frame if cand_frame is None else (pilot_frame, cand_frame, al)),
                 _Target(effect, threshold, alpha, power, n_resamples, n_sims, rng),
             )
-            entry["required_rollouts_at_current_problems"] = required_rollouts(
-                effect,
-                T,
-                omega2=kw["omega2"],
-                sigma2_baseline=kw["sigma2_baseline"],
-                sigma2_candidate=kw["sigma2_candidate"],
-                alpha=alpha,
-                power=power,
-                threshold=threshold,
+            entry["required_rollouts_at_current_problems"] = (
+                None
+                if total_only
+                else required_rollouts(
+                    effect,
+                    T,
+                    omega2=kw["omega2"],
+                    sigma2_baseline=kw["sigma2_baseline"],
+                    sigma2_candidate=kw["sigma2_candidate"],
+                    alpha=alpha,
+                    power=power,
+                    threshold=threshold,
+                )
             )
+        if total_only:
+            entry["rollouts_reason"] = components["reason"]
         if sequential:
             from ._sequential import simulate_sequential, task_alpha
 

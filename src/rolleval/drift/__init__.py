@@ -4,7 +4,7 @@ Both models score the same texts token by token (teacher forcing: an echoed
 ``/v1/completions`` request per text and side); per token:
 
 * ``KL(P_baseline || P_candidate)`` in nats: exact where both sides send full-vocabulary
-  log-probs (a ``.gguf`` rolleval serves), else from the top-K lists with one merged tail
+  log-probs (a ``.gguf`` rolleval serves), else from the top-K lists with the capped tail
   (a lower bound; docs/contract.md, "Drift");
 * top-1 agreement: both sides' most likely tokens are the same token;
 * delta NLL: candidate minus baseline negative log-likelihood of the actual token
@@ -17,12 +17,15 @@ undecided).
 =============================  ==============================================
 :func:`measure_drift`          the measurement (``rolleval drift``)
 :func:`load_texts`             ``(id, text)`` pairs of a JSONL file
+:func:`task_prompts`           a task's prompts (continued by the baseline: sampled)
 :func:`task_texts`             a task's prompts, each followed by its reference
+:class:`SampledContinuation`   seed and sampling of the baseline's continuations
 :class:`DriftSide`             an endpoint URL or a ``.gguf`` path
 :class:`DriftOptions`          K, threshold, interval settings
 :class:`DriftResult`           the outcome (``to_dict()``: ``drift.json``)
 :func:`kl_divergence`          exact KL from full log-prob rows
 :func:`kl_merged_tail`         KL of known tokens plus one merged tail
+:func:`kl_capped_tail`         the tighter bound: one-sided tokens capped
 :func:`kl_from_top`            the same over two ``{token: log-prob}`` maps
 :func:`top1_agreement`         the two argmax tokens are equal
 :func:`delta_nll`              candidate minus baseline NLL of a token
@@ -36,6 +39,7 @@ from ._math import (
     TAIL_FLOOR,
     argmax_key,
     delta_nll,
+    kl_capped_tail,
     kl_divergence,
     kl_from_top,
     kl_merged_tail,
@@ -47,11 +51,13 @@ from ._measure import (
     TAIL_RULE,
     DriftOptions,
     DriftSide,
+    SampledContinuation,
     measure_drift,
 )
 from ._result import (
     DRIFT_VERDICTS,
     DriftMethod,
+    DriftPlanning,
     DriftResult,
     DriftVerdict,
     Estimate,
@@ -61,7 +67,7 @@ from ._result import (
     summarize,
 )
 from ._scores import SideScores, parse_side
-from ._texts import load_texts, task_texts
+from ._texts import load_texts, task_prompts, task_texts
 from ._tokens import TextFigures, TokenizerMismatch, compare_text
 
 __all__ = [
@@ -72,10 +78,12 @@ __all__ = [
     "TAIL_RULE",
     "DriftMethod",
     "DriftOptions",
+    "DriftPlanning",
     "DriftResult",
     "DriftSide",
     "DriftVerdict",
     "Estimate",
+    "SampledContinuation",
     "SideScores",
     "TextDrift",
     "TextFigures",
@@ -85,6 +93,7 @@ __all__ = [
     "argmax_key",
     "compare_text",
     "delta_nll",
+    "kl_capped_tail",
     "kl_divergence",
     "kl_from_top",
     "kl_merged_tail",
@@ -92,6 +101,7 @@ __all__ = [
     "measure_drift",
     "parse_side",
     "summarize",
+    "task_prompts",
     "task_texts",
     "top1_agreement",
 ]

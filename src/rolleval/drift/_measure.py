@@ -9,6 +9,12 @@ to both sides as one echoed ``/v1/completions`` request (``echo``, ``logprobs: K
 ``max_tokens: 1``); a side rolleval serves is also asked for token ids and full-vocabulary
 log-probs (the opt-in ``"rolleval"`` field of :mod:`rolleval._local._serve`), so it is
 scored exactly. The per-token mathematics is pure (:mod:`._tokens`, :mod:`._math`).
+
+With :attr:`DriftOptions.continuation` (``rolleval drift --task T``, the default
+``--continuation sampled``) each text is a prompt: before scoring, the baseline continues it
+once (one ``/v1/completions`` request per prompt, the seed derived from
+:attr:`SampledContinuation.seed` and the text id), and both sides then score the prompt
+followed by that continuation.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ __all__ = [
     "TAIL_RULE",
     "DriftOptions",
     "DriftSide",
+    "SampledContinuation",
     "measure_drift",
 ]
 
@@ -43,12 +50,22 @@ DEFAULT_TOP_LOGPROBS = 20
 #: Below this K a top-K side gets a warning (its KL is a lower bound, measurably low).
 SMALL_K = 100
 
+#: Below this mean baseline mass outside the compared tokens a top-K side gets no warning at
+#: K >= SMALL_K (docs/contract.md, "Drift": the bound's error grows with that mass).
+SMALL_TAIL = 0.01
+
 TAIL_RULE = (
-    "tokens not known on both sides are merged into one tail bucket (mass 1 - sum of the "
-    "known tokens on each side, floored at 1e-12); the KL of the coarsened distributions is "
-    "a lower bound on the exact KL (log-sum inequality), exact where both sides send the "
-    "full vocabulary"
+    "capped tail: the tokens listed on both sides one by one; a token only one side lists "
+    "(by id) kept apart, its probability on the other side at most that side's smallest "
+    "listed one; everything else one tail bucket (mass 1 - sum on each side); the KL is the "
+    "smallest any distributions consistent with this can have: a lower bound on the exact "
+    "KL (log-sum inequality), exact where both sides send the full vocabulary; tokens "
+    "matched by text: the merged tail (no caps)"
 )
+
+#: Measured error of the capped tail, both sides top-K, on the embedded model
+#: (bench/bench_drift_tail.py): K -> percent below the exact mean KL divergence.
+MEASURED_LOW = {20: 29, 100: 16, 200: 12}
 
 
 @dataclass(frozen=True)
@@ -90,6 +107,58 @@ class DriftSide:
                 raise UsageError(f"--{name} {self.target}: file not found")
 
 
+#: Sampling settings sent to rolleval's own server besides temperature and top_p, so the
+#: continuation is drawn from the model's whole distribution (llama-cpp-python's server
+#: defaults are top_k 40, min_p 0.05 and repeat_penalty 1.1).
+OWN_SERVER_SAMPLING = {"top_k": 0, "min_p": 0.0, "repeat_penalty": 1.0}
+
+
+@dataclass(frozen=True)
+class SampledContinuation:
+    """How the baseline continues each prompt before both sides score it.
+
+    One continuation per prompt, from the baseline, at ``temperature`` and ``top_p`` (1.0 and
+    1.0: the model's own distribution, so the summed per-token KL divergence along the
+    continuation estimates the KL divergence between the two models' continuations), at
+    most ``max_tokens`` tokens, with the seed :meth:`seed_of` (``derive_seed(seed, text id,
+    0)``, as ``rolleval run`` derives a rollout's seed). A side that is rolleval's own server
+    also gets :data:`OWN_SERVER_SAMPLING`; another server applies its own defaults for every
+    setting not sent (recorded as sent in ``method.continuation``).
+    """
+
+    seed: int = 0
+    temperature: float = 1.0
+    top_p: float = 1.0
+    max_tokens: int = 128
+
+    def __post_init__(self) -> None:
+        if isinstance(self.max_tokens, bool) or not isinstance(self.max_tokens, int):
+            raise UsageError(f"max_tokens must be an integer >= 1, got {self.max_tokens!r}")
+        if self.max_tokens < 1:
+            raise UsageError(f"max_tokens must be >= 1, got {self.max_tokens}")
+        if not (isinstance(self.temperature, (int, float)) and self.temperature >= 0):
+            raise UsageError(f"temperature must be a number >= 0, got {self.temperature!r}")
+        if not (isinstance(self.top_p, (int, float)) and 0 < self.top_p <= 1):
+            raise UsageError(f"top_p must be in (0, 1], got {self.top_p!r}")
+
+    def seed_of(self, text_id: str) -> int:
+        """The sampling seed of one prompt's continuation."""
+        from .._runner._schedule import derive_seed
+
+        return derive_seed(self.seed, text_id, 0)
+
+    def request_fields(self, own_server: bool) -> dict[str, Any]:
+        """The sampling fields of a continuation request (besides prompt, model, seed)."""
+        fields: dict[str, Any] = {
+            "temperature": float(self.temperature),
+            "top_p": float(self.top_p),
+            "max_tokens": self.max_tokens,
+        }
+        if own_server:
+            fields.update(OWN_SERVER_SAMPLING)
+        return fields
+
+
 @dataclass(frozen=True)
 class DriftOptions:
     """Settings of one drift measurement."""
@@ -105,6 +174,11 @@ class DriftOptions:
     server_options: dict[str, Any] = field(default_factory=lambda: {"n_threads": 2})
     """llama.cpp server settings of a ``.gguf`` side (as ``--server-option`` of ``run``)."""
     probe: bool = True
+    continuation: SampledContinuation | None = None
+    """When set, every text is a prompt that the baseline continues (one sampled
+    continuation each) before both sides score prompt and continuation."""
+    power: float = 0.8
+    """Power of the texts-needed planning figure (``planning.texts_needed``)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.top_logprobs, bool) or not isinstance(self.top_logprobs, int):
@@ -218,6 +292,85 @@ async def _score_all(
         return list(await asyncio.gather(*(pair(i, t) for i, t in texts)))
 
 
+async def _continue(
+    live: _Live, texts: Sequence[tuple[str, str]], options: DriftOptions
+) -> list[dict[str, Any]]:
+    """One sampled continuation of each prompt from ``live`` (the baseline)."""
+    from ..client import Client, EndpointConfig, SamplingParams
+
+    spec = options.continuation
+    assert spec is not None
+    own = live.full or live.side.token_ids
+    fields = spec.request_fields(own)
+    sampling = SamplingParams(
+        temperature=fields.pop("temperature"),
+        top_p=fields.pop("top_p"),
+        max_tokens=fields.pop("max_tokens"),
+        extra_body=fields,
+    )
+    config = EndpointConfig(
+        base_urls=(live.base_url,),
+        model=live.model,
+        api="completions",
+        api_key_env=live.side.api_key_env,
+        timeout_s=options.timeout_s,
+        concurrency=options.concurrency,
+        max_retries=2,
+    )
+    async with Client(config) as client:
+
+        async def one(text_id: str, prompt: str) -> dict[str, Any]:
+            seed = spec.seed_of(text_id)
+            done = await client.complete(prompt, sampling, seed=seed)
+            if done.status != "ok":
+                raise RunError(
+                    f"--{live.name} {live.base_url}: continuing text {text_id!r}: {done.error}"
+                )
+            return {
+                "id": text_id,
+                "seed": seed,
+                "text": done.text or "",
+                "finish_reason": done.finish_reason,
+                "completion_tokens": done.completion_tokens,
+            }
+
+        return list(await asyncio.gather(*(one(i, t) for i, t in texts)))
+
+
+def _continuation_method(spec: SampledContinuation | None, live: _Live) -> dict[str, Any]:
+    if spec is None:
+        return {"kind": "none"}
+    return {
+        "kind": "sampled",
+        "by": "baseline",
+        "seed": spec.seed,
+        "seed_rule": (
+            "rolleval's rollout seed of index 0: the low 31 bits of the first four bytes of "
+            "sha256('<seed>\\x00<text id>\\x00<0>')"
+        ),
+        "sent": spec.request_fields(live.full or live.side.token_ids),
+    }
+
+
+def _tail_warnings(lives: Sequence[_Live], k: int, figures: Sequence[TextFigures]) -> list[str]:
+    """A warning for each top-K side when K is small for the model: K below ``SMALL_K``,
+    or the baseline's mean probability outside the compared tokens above ``SMALL_TAIL``."""
+    tails = [float(x) for f in figures for x in f.baseline_tail]
+    tail = sum(tails) / len(tails) if tails else 0.0
+    out = []
+    for live in lives:
+        if live.full or (k >= SMALL_K and tail <= SMALL_TAIL):
+            continue
+        out.append(
+            f"the {live.name} sends top-{k} log-probs only: the KL divergence is a lower bound; "
+            f"here the baseline puts {tail:.3f} of its probability, on average, outside the "
+            f"compared tokens (measured on the embedded model, both sides top-K: "
+            + ", ".join(f"{v}% low at K={key}" for key, v in MEASURED_LOW.items())
+            + "); ask for more with --top-logprobs, or score a .gguf side exactly"
+        )
+    return out
+
+
 def _scoring(live: _Live, k: int) -> str:
     return "full vocabulary" if live.full else f"top-{k}"
 
@@ -246,16 +399,14 @@ def measure_drift(
         if options.probe:
             _probe(b, options)
             _probe(c, options)
+        continuations: list[dict[str, Any]] = []
+        if options.continuation is not None:
+            continuations = asyncio.run(_continue(b, texts, options))
+            texts = [
+                (i, t + cont["text"]) for (i, t), cont in zip(texts, continuations, strict=True)
+            ]
         figures = asyncio.run(_score_all((b, c), texts, options))
-        warnings = []
-        for live in (b, c):
-            if not live.full and options.top_logprobs < SMALL_K:
-                warnings.append(
-                    f"the {live.name} sends top-{options.top_logprobs} log-probs only: the KL "
-                    f"divergence is a lower bound (measured on the embedded model against the "
-                    f"exact figures: 35% low at K=20, 21% at K=100); ask for more with "
-                    f"--top-logprobs"
-                )
+        warnings = _tail_warnings((b, c), options.top_logprobs, figures)
         keyed = " and ".join(sorted({f.keyed_by for f in figures})) or "none"
         method = DriftMethod(
             top_logprobs=options.top_logprobs,
@@ -271,6 +422,8 @@ def measure_drift(
             n_resamples=options.n_resamples,
             seed=options.rng,
             threshold=float(options.threshold),
+            continuation=_continuation_method(options.continuation, b),
+            power=options.power,
         )
         return summarize(
             [i for i, _ in texts],
@@ -279,4 +432,5 @@ def measure_drift(
             baseline=b.info,
             candidate=c.info,
             warnings=warnings,
+            continuations=continuations,
         )

@@ -19,6 +19,7 @@ Verdict on the mean KL divergence against ``threshold`` (nats), from the interva
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -31,6 +32,7 @@ from ._tokens import TextFigures
 __all__ = [
     "DRIFT_VERDICTS",
     "DriftMethod",
+    "DriftPlanning",
     "DriftResult",
     "DriftVerdict",
     "Estimate",
@@ -144,6 +146,31 @@ class DriftMethod:
     seed: int
     threshold: float
     unit: str = "text"
+    continuation: dict[str, Any] = field(default_factory=lambda: {"kind": "none"})
+    """How each text came to be: ``none`` (scored as given), ``reference`` (a task's prompt and
+    reference answer) or ``sampled`` (a task's prompt and one continuation by the baseline:
+    ``seed``, ``seed_rule`` and the sampling fields ``sent``)."""
+    power: float = 0.8
+    """Power of :attr:`DriftResult.planning`'s ``texts_needed``."""
+
+
+@dataclass(frozen=True)
+class DriftPlanning:
+    """Texts needed to decide, at the observed spread of the per-text mean KL divergences.
+
+    With ``m`` and ``s`` the mean and standard deviation (``ddof=1``) of the per-text means
+    over ``n`` texts, and the verdict's interval approximated by ``m +- z_{alpha/2} s /
+    sqrt(n)`` (``alpha = 1 - confidence_level``): if the true mean is ``m``, the interval
+    clears the threshold ``tau`` on ``m``'s side with probability ``power`` from
+    ``texts_needed = ceil(((z_{alpha/2} + z_power) s / |m - tau|)^2)`` texts (at least 2).
+    A normal approximation (the bootstrap interval is narrower at small n), planning only.
+    """
+
+    texts_needed: int | None
+    side: str | None
+    """``above_threshold`` or ``within_threshold``: the verdict planned for."""
+    power: float
+    reason: str | None = None
 
 
 @dataclass(frozen=True)
@@ -167,6 +194,10 @@ class DriftResult:
     warnings: tuple[str, ...] = ()
     kld_histogram: dict[str, list[float]] = field(default_factory=dict)
     """Per-token KL divergence histogram: ``edges`` (nats, log-spaced) and ``counts``."""
+    planning: DriftPlanning | None = None
+    continuations: tuple[dict[str, Any], ...] = ()
+    """Per text, the baseline's sampled continuation (``--continuation sampled``): ``id``,
+    ``seed``, ``text``, ``finish_reason``, ``completion_tokens``."""
     tokens: tuple[dict[str, Any], ...] = field(default=(), repr=False, compare=False)
     """Per text, every scored token's figures (``tokens.jsonl``; not in :meth:`to_dict`):
     ``id``, ``tokens`` (texts of the whole sequence), ``positions``, ``kld``, ``top1_agree``,
@@ -191,11 +222,19 @@ class DriftResult:
                 "delta_nll": data["delta_nll"],
             },
         }
-        for key in ("token_level", "method", "baseline", "candidate", "kld_histogram"):
+        for key in (
+            "token_level",
+            "method",
+            "planning",
+            "baseline",
+            "candidate",
+            "kld_histogram",
+        ):
             out[key] = data[key]
         out["warnings"] = list(self.warnings)
         out["worst_tokens"] = data["worst_tokens"]
         out["texts"] = data["texts"]
+        out["continuations"] = data["continuations"]
         return out
 
 
@@ -301,6 +340,24 @@ def _verdict(
     )
 
 
+def plan_texts(means: np.ndarray, threshold: float, level: float, power: float) -> DriftPlanning:
+    """:class:`DriftPlanning` from the per-text mean KL divergences (pure)."""
+    from scipy.stats import norm
+
+    n = int(means.size)
+    if n < 2:
+        return DriftPlanning(None, None, power, f"{n} text(s): 2 or more needed to plan")
+    m, s = float(np.mean(means)), float(np.std(means, ddof=1))
+    if m == threshold:
+        return DriftPlanning(None, None, power, "the mean equals the threshold: no size decides")
+    side = "above_threshold" if m > threshold else "within_threshold"
+    if s == 0:
+        return DriftPlanning(2, side, power, "every text has the same mean: no spread")
+    z = float(norm.ppf(1 - (1 - level) / 2) + norm.ppf(power))
+    needed = max(2, math.ceil((z * s / abs(m - threshold)) ** 2 * (1 - 1e-12)))
+    return DriftPlanning(needed, side, power)
+
+
 def summarize(
     ids: Sequence[str],
     figures: Sequence[TextFigures],
@@ -309,6 +366,7 @@ def summarize(
     baseline: dict[str, Any] | None = None,
     candidate: dict[str, Any] | None = None,
     warnings: Sequence[str] = (),
+    continuations: Sequence[dict[str, Any]] = (),
 ) -> DriftResult:
     """The result over texts from each text's per-token figures (pure; texts with no
     scored token are listed but carry no weight)."""
@@ -317,6 +375,7 @@ def summarize(
     kld = _estimate(np.array([t.mean_kld for t in scored], dtype=np.float64), method)
     agree = _estimate(np.array([t.top1_agreement for t in scored], dtype=np.float64), method)
     dnll = _estimate(np.array([t.delta_nll for t in scored], dtype=np.float64), method)
+    means = np.array([t.mean_kld for t in scored], dtype=np.float64)
     verdict, reason = _verdict(kld, len(scored), method.threshold, method.confidence_level)
     return DriftResult(
         mean_kld=kld,
@@ -335,6 +394,8 @@ def summarize(
         candidate=dict(candidate or {}),
         warnings=tuple(warnings),
         kld_histogram=_histogram(figures),
+        planning=plan_texts(means, method.threshold, method.confidence_level, method.power),
+        continuations=tuple(dict(c) for c in continuations),
         tokens=tuple(_token_record(i, f) for i, f in zip(ids, figures, strict=True)),
     )
 

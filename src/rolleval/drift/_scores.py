@@ -47,6 +47,11 @@ class SideScores:
     full: np.ndarray | None = None
     top_texts: tuple[dict[Hashable, str], ...] | None = None
     """Per position, the text of each listed id (id-keyed sides only)."""
+    floors: np.ndarray | None = None
+    """Per position, the smallest log-prob the server listed, the actual token's entry left
+    out (servers add the actual token to the list; NaN where nothing else is listed): every
+    token the server left out is at most this likely (its top-K list holds its K most
+    likely tokens; leaving the actual token out can only loosen the cap by one rank)."""
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -69,6 +74,7 @@ class SideScores:
             logprobs=self.logprobs,
             top=tuple(tops),
             keyed_by="text",
+            floors=self.floors,
         )
 
 
@@ -104,6 +110,11 @@ def _full(logprobs: dict[str, Any], keep: int) -> np.ndarray | None:
     return data[:keep]
 
 
+def _floor(values: list[float]) -> float:
+    finite = [v for v in values if math.isfinite(v)]
+    return min(finite) if finite else math.nan
+
+
 def parse_side(response: Any, text: str) -> SideScores:
     """The prompt tokens' scores in an echoed completion of ``text``. ``ValueError`` (with
     what is missing) when the response has no per-token log-probs."""
@@ -123,9 +134,11 @@ def parse_side(response: Any, text: str) -> SideScores:
     if isinstance(ids, list) and isinstance(top_ids, list) and len(ids) >= keep:
         tops: list[dict[Hashable, float]] = []
         names: list[dict[Hashable, str]] = []
+        floors = np.full(keep, np.nan)
         for i in range(keep):
             entry = top_ids[i] or []
             tops.append({int(t): float(v) for t, _, v in entry})
+            floors[i] = _floor([v for t, v in tops[i].items() if t != int(ids[i])])
             names.append({int(t): str(s) for t, s, _ in entry})
             if i > 0 and int(ids[i]) not in tops[i] and math.isfinite(lp[i]):
                 tops[i][int(ids[i])] = float(lp[i])
@@ -137,17 +150,20 @@ def parse_side(response: Any, text: str) -> SideScores:
             keyed_by="id",
             full=_full(logprobs, keep),
             top_texts=tuple(names),
+            floors=floors,
         )
     raw_top = list(logprobs.get("top_logprobs") or [None] * n)[:keep]
     as_ids = all(t.startswith(_ID_PREFIX) for t in tokens[:keep])
     keys: list[Hashable] = [int(t[len(_ID_PREFIX) :]) if as_ids else t for t in tokens[:keep]]
     tops = []
+    floors = np.full(keep, np.nan)
     for i in range(keep):
         entry = raw_top[i] if i < len(raw_top) and isinstance(raw_top[i], dict) else {}
         out: dict[Hashable, float] = {}
         for k, v in entry.items():
             key: Hashable = int(k[len(_ID_PREFIX) :]) if as_ids and k.startswith(_ID_PREFIX) else k
             out[key] = _number(v)
+        floors[i] = _floor([v for k, v in out.items() if k != keys[i]])
         if i > 0 and keys[i] not in out and math.isfinite(lp[i]):
             out[keys[i]] = float(lp[i])
         tops.append(out)
@@ -157,4 +173,5 @@ def parse_side(response: Any, text: str) -> SideScores:
         logprobs=lp,
         top=tuple(tops),
         keyed_by="id" if as_ids else "text",
+        floors=floors,
     )

@@ -3,10 +3,13 @@
 ``--texts FILE.jsonl`` (:func:`load_texts`): one ``{"id": ..., "text": ...}`` record a line,
 scored as given (a corpus, as llama.cpp's ``llama-perplexity`` takes).
 
-``--task T`` (:func:`task_texts`): each problem's prompt followed by its reference answer:
-the prompt text (a chat prompt's message contents joined by blank lines), a newline and the
-reference. Teacher forcing then measures the drift on the task's own prompts and on the
-answer a correct model would give.
+``--task T``: each problem's prompt text (a chat prompt's message contents joined by blank
+lines) and a newline (:func:`task_prompts`), followed by a continuation:
+
+* ``--continuation sampled`` (the default): the baseline's own continuation, sampled in the
+  same command with a recorded seed (:class:`rolleval.drift.SampledContinuation`);
+* ``--continuation reference`` (:func:`task_texts`): the problem's reference answer, the
+  answer a correct model would give.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from pathlib import Path
 
 from ..errors import DataError, UsageError
 
-__all__ = ["load_texts", "task_texts"]
+__all__ = ["load_texts", "task_prompts", "task_texts"]
 
 
 def load_texts(path: str | Path, *, limit: int | None = None) -> list[tuple[str, str]]:
@@ -58,8 +61,7 @@ def load_texts(path: str | Path, *, limit: int | None = None) -> list[tuple[str,
     return out
 
 
-def task_texts(task: str, *, limit: int | None = None) -> list[tuple[str, str]]:
-    """``(problem id, prompt + newline + reference)`` of each problem of ``task``."""
+def _problems(task: str, limit: int | None) -> list[tuple[str, str, str]]:
     from ..tasks import get_task
 
     out = []
@@ -69,7 +71,19 @@ def task_texts(task: str, *, limit: int | None = None) -> list[tuple[str, str]]:
             head = prompt
         else:
             head = "\n\n".join(str(m.get("content") or "") for m in prompt)
-        out.append((problem.problem_id, f"{head}\n{problem.reference}"))
+        out.append((problem.problem_id, f"{head}\n", str(problem.reference)))
     if not out:
         raise UsageError(f"task {task!r} has no problems")
     return out
+
+
+def task_prompts(task: str, *, limit: int | None = None) -> list[tuple[str, str]]:
+    """``(problem id, prompt + newline)`` of each problem of ``task``: the texts the
+    baseline continues with ``--continuation sampled``."""
+    return [(i, head) for i, head, _ in _problems(task, limit)]
+
+
+def task_texts(task: str, *, limit: int | None = None) -> list[tuple[str, str]]:
+    """``(problem id, prompt + newline + reference)`` of each problem of ``task``
+    (``--continuation reference``)."""
+    return [(i, head + ref) for i, head, ref in _problems(task, limit)]

@@ -6,9 +6,14 @@ differs. A position is scored when both sides give the actual token a finite log
 first token has none). Per position:
 
 * both sides sent full-vocabulary log-probs: the exact KL divergence;
-* one did: the tokens the other side lists, with the full side's values at them, and one
-  merged tail (:func:`~rolleval.drift._math.kl_merged_tail`);
-* neither: the tokens both sides list, and one merged tail.
+* one did: the tokens the other side lists, with the full side's values at them, every
+  other token of the full side apart, its probability on the listing side capped at that
+  side's smallest listed one (:func:`~rolleval.drift._math.kl_capped_tail`);
+* neither, matched by id: the tokens both sides list, the tokens one side lists capped on
+  the other side, the rest one tail (:func:`~rolleval.drift._math.kl_capped_tail`);
+* neither, matched by text: the tokens both sides list and one merged tail
+  (:func:`~rolleval.drift._math.kl_merged_tail`; a cap needs distinct tokens, and texts
+  can collide).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import UsageError
-from ._math import argmax_key, kl_divergence, kl_merged_tail
+from ._math import argmax_key, kl_capped_tail, kl_divergence, kl_merged_tail
 from ._scores import SideScores
 
 __all__ = ["TextFigures", "TokenizerMismatch", "compare_text"]
@@ -95,28 +100,60 @@ def _shown(side: SideScores, i: int, row: np.ndarray | None) -> tuple[tuple[str,
     return tuple((str(k), v) for k, v in best)
 
 
+def _floor(side: SideScores, i: int) -> float:
+    """The side's smallest listed log-prob at ``i`` (0.0, no cap, where unknown)."""
+    if side.floors is None or not np.isfinite(side.floors[i]):
+        return 0.0
+    return float(side.floors[i])
+
+
+def _rest(row: np.ndarray, keys: list[Hashable]) -> np.ndarray:
+    """A full row's entries at every token not in ``keys``."""
+    mask = np.ones(row.size, dtype=bool)
+    mask[np.array(keys, dtype=np.int64)] = False
+    return row[mask].astype(np.float64)
+
+
 def _partial(baseline: SideScores, candidate: SideScores, i: int) -> tuple[float, bool, float]:
     """``(kl, agree, baseline tail)`` at position ``i`` when not both sides are full."""
     b_row = baseline.full[i] if baseline.full is not None else None
     c_row = candidate.full[i] if candidate.full is not None else None
+    b_top, c_top = baseline.top[i], candidate.top[i]
     if b_row is not None:
-        keys: list[Hashable] = list(candidate.top[i])
+        keys: list[Hashable] = list(c_top)
         p = np.array([b_row[int(k)] for k in keys], dtype=np.float64)  # type: ignore[call-overload]
-        q = np.array([candidate.top[i][k] for k in keys], dtype=np.float64)
+        q = np.array([c_top[k] for k in keys], dtype=np.float64)
+        kl = kl_capped_tail(
+            p, q, baseline_only=_rest(b_row, keys), candidate_floor=_floor(candidate, i)
+        )
         b_best: Hashable = int(np.argmax(b_row))
-        c_best = argmax_key(candidate.top[i])
+        c_best = argmax_key(c_top)
     elif c_row is not None:
-        keys = list(baseline.top[i])
-        p = np.array([baseline.top[i][k] for k in keys], dtype=np.float64)
+        keys = list(b_top)
+        p = np.array([b_top[k] for k in keys], dtype=np.float64)
         q = np.array([c_row[int(k)] for k in keys], dtype=np.float64)  # type: ignore[call-overload]
-        b_best, c_best = argmax_key(baseline.top[i]), int(np.argmax(c_row))
+        kl = kl_capped_tail(
+            p, q, candidate_only=_rest(c_row, keys), baseline_floor=_floor(baseline, i)
+        )
+        b_best, c_best = argmax_key(b_top), int(np.argmax(c_row))
     else:
-        keys = [k for k in baseline.top[i] if k in candidate.top[i]]
-        p = np.array([baseline.top[i][k] for k in keys], dtype=np.float64)
-        q = np.array([candidate.top[i][k] for k in keys], dtype=np.float64)
-        b_best, c_best = argmax_key(baseline.top[i]), argmax_key(candidate.top[i])
+        keys = [k for k in b_top if k in c_top]
+        p = np.array([b_top[k] for k in keys], dtype=np.float64)
+        q = np.array([c_top[k] for k in keys], dtype=np.float64)
+        if baseline.keyed_by == "id":
+            kl = kl_capped_tail(
+                p,
+                q,
+                baseline_only=[v for k, v in b_top.items() if k not in c_top],
+                candidate_floor=_floor(candidate, i),
+                candidate_only=[v for k, v in c_top.items() if k not in b_top],
+                baseline_floor=_floor(baseline, i),
+            )
+        else:
+            kl = kl_merged_tail(p, q)
+        b_best, c_best = argmax_key(b_top), argmax_key(c_top)
     tail = max(1.0 - float(np.exp(p).sum()), 0.0)
-    return kl_merged_tail(p, q), b_best == c_best, tail
+    return kl, b_best == c_best, tail
 
 
 def compare_text(baseline: SideScores, candidate: SideScores, text_id: str) -> TextFigures:
