@@ -5,6 +5,7 @@ run-level functions align run directories or baseline files and apply it.
 
 =========================  ==========================================================
 :func:`paired_compare`     one metric: effect, interval, p-value, verdict, power
+``CompareOptions``         the statistical settings of a comparison (threshold, alpha...)
 ``ComparisonVerdict``      the six verdict words of a comparison (a ``Literal`` type)
 ``GateVerdict``            the three overall words of a gate (a ``Literal`` type)
 ``PolicyVerdict``          the four words of ``rolleval gate`` (a ``Literal`` type)
@@ -27,6 +28,7 @@ from ._frame import HEALTH_METRICS, ProblemFrame, load_frames, metric_direction,
 from ._gate import DEFAULT_POLICY, GateResult, gate_run, load_policy
 from ._movers import problem_movers
 from ._noise import VALIDITY_NOTE, load_run_noise, measure_run_noise, save_run_noise
+from ._options import CompareOptions
 from ._paired import Comparison, PairedInput, paired_compare
 from ._plan import PlanResult, TaskPlan, plan_runs
 from ._rule import (
@@ -48,6 +50,7 @@ __all__ = [
     "HEALTH_METRICS",
     "VALIDITY_NOTE",
     "Alignment",
+    "CompareOptions",
     "CompareResult",
     "Comparison",
     "ComparisonVerdict",

@@ -1,0 +1,87 @@
+"""The options objects of compare (issue 23, item 3): one frozen object or the keywords.
+
+:class:`rolleval.compare.CompareOptions` carries the statistical settings of a comparison
+through ``paired_compare``, ``compare_frames`` and ``compare_runs``;
+:class:`rolleval.compare.PlanOptions` those of ``plan_runs``. Each function takes the object
+or its keywords, not both (as ``write_synthetic_run`` takes ``SyntheticOptions``), and the
+object gives the very result the keywords give.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from rolleval.compare import CompareOptions, PairedInput, paired_compare
+from rolleval.errors import UsageError
+from rolleval.stats import grouped_bootstrap_ci, sign_flip_test
+
+
+def _input(seed: int = 0, t: int = 60) -> PairedInput:
+    rng = np.random.default_rng(seed)
+    k = 8
+    p = rng.beta(2, 2, t)
+    cb = rng.binomial(k, p)
+    cc = rng.binomial(k, np.clip(p - 0.05, 0, 1))
+    n = np.full(t, k)
+    return PairedInput(cb / k, cc / k, c_baseline=cb, n_baseline=n, c_candidate=cc, n_candidate=n)
+
+
+def test_compare_options_are_frozen_and_default_to_the_cli() -> None:
+    opts = CompareOptions()
+    assert dataclasses.is_dataclass(opts) and type(opts).__dataclass_params__.frozen  # type: ignore[attr-defined]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        opts.alpha = 0.1  # type: ignore[misc]
+    assert (opts.threshold, opts.alpha, opts.confidence_level) == (None, 0.05, None)
+    assert (opts.n_resamples, opts.rng, opts.power) == (10_000, 0, 0.8)
+
+
+def test_paired_compare_gives_the_same_result_from_options_as_from_keywords() -> None:
+    inp = _input()
+    settings = {
+        "threshold": 0.03,
+        "alpha": 0.1,
+        "confidence_level": 0.8,
+        "n_resamples": 500,
+        "rng": 7,
+        "power": 0.9,
+    }
+    by_keywords = paired_compare(inp, **settings)
+    by_options = paired_compare(inp, options=CompareOptions(**settings))
+    assert by_options == by_keywords
+    assert (by_options.threshold, by_options.alpha, by_options.confidence_level) == (0.03, 0.1, 0.8)
+    assert (by_options.n_resamples, by_options.seed, by_options.power) == (500, 7, 0.9)
+
+
+def test_paired_compare_refuses_options_and_keywords_together() -> None:
+    with pytest.raises(
+        UsageError, match=r"paired_compare: pass CompareOptions or keywords, not both .*alpha"
+    ):
+        paired_compare(_input(), options=CompareOptions(threshold=0.02), alpha=0.1)
+    with pytest.raises(UsageError, match=r"`options` must be a CompareOptions; got \{"):
+        paired_compare(_input(), options={"alpha": 0.1})  # type: ignore[arg-type]
+
+
+def test_paired_compare_needs_a_number_as_threshold_it_knows_no_metric() -> None:
+    """``CompareOptions().threshold`` is None (the metric's default); paired_compare has no
+    metric, so it refuses, as it refuses ``threshold=None``."""
+    with pytest.raises(UsageError, match="`threshold` must be a finite number >= 0"):
+        paired_compare(_input(), options=CompareOptions())
+    with pytest.raises(UsageError, match="`threshold` must be a finite number >= 0"):
+        paired_compare(_input(), threshold=None)  # type: ignore[arg-type]
+
+
+def test_a_generator_is_drawn_from_by_the_test_then_by_the_bootstrap() -> None:
+    """The order the docstrings state (they said the bootstrap came first)."""
+    inp = _input(3, t=40)
+    res = paired_compare(inp, rng=np.random.default_rng(11), n_resamples=300)
+    gen = np.random.default_rng(11)
+    test = sign_flip_test(inp.candidate, inp.baseline, n_resamples=300, rng=gen)
+    boot = grouped_bootstrap_ci(
+        inp.candidate - inp.baseline, n_resamples=300, confidence_level=0.95, rng=gen
+    )
+    assert res.seed is None and not test.exact
+    assert res.pvalue == test.pvalue
+    assert (res.ci_low, res.ci_high) == (boot.low, boot.high)
