@@ -14,7 +14,16 @@ import dataclasses
 import numpy as np
 import pytest
 
-from rolleval.compare import CompareOptions, PairedInput, paired_compare
+from conftest import synthetic_pair
+from rolleval.compare import (
+    CompareOptions,
+    PairedInput,
+    compare_frames,
+    compare_runs,
+    gate_run,
+    load_frames,
+    paired_compare,
+)
 from rolleval.errors import UsageError
 from rolleval.stats import grouped_bootstrap_ci, sign_flip_test
 
@@ -85,3 +94,68 @@ def test_a_generator_is_drawn_from_by_the_test_then_by_the_bootstrap() -> None:
     assert res.seed is None and not test.exact
     assert res.pvalue == test.pvalue
     assert (res.ci_low, res.ci_high) == (boot.low, boot.high)
+
+
+# ------------------------------------------------------------------ run level
+
+RUN_SETTINGS = {
+    "threshold": 0.03,
+    "alpha": 0.1,
+    "confidence_level": 0.9,
+    "n_resamples": 300,
+    "rng": 3,
+    "power": 0.9,
+}
+
+
+def test_compare_runs_gives_the_same_result_from_options_as_from_keywords(tmp_path) -> None:
+    base, cand = synthetic_pair(tmp_path, shift=-0.05, n_problems=60, p_infra_error=0.05)
+    by_keywords = compare_runs(base, cand, metric="maj@n", **RUN_SETTINGS)
+    by_options = compare_runs(base, cand, metric="maj@n", options=CompareOptions(**RUN_SETTINGS))
+    assert by_options.to_dict() == by_keywords.to_dict()
+    (task,) = by_options.tasks
+    assert (task.comparison.threshold, task.comparison.alpha, task.comparison.seed) == (
+        0.03,
+        0.1,
+        3,
+    )
+    with pytest.raises(UsageError, match="compare_runs: pass CompareOptions or keywords, not both"):
+        compare_runs(base, cand, options=CompareOptions(), n_resamples=300)
+
+
+def test_compare_frames_takes_options_and_a_threshold_of_none_is_the_metrics_default(
+    tmp_path,
+) -> None:
+    base, cand = synthetic_pair(tmp_path, n_problems=40)
+    (fb,), (fc,) = load_frames(base).values(), load_frames(cand).values()
+    tc = compare_frames(fb, fc, options=CompareOptions(n_resamples=200))
+    assert tc.comparison.threshold == 0.02 and tc.comparison.n_resamples == 200
+    assert tc.comparison == compare_frames(fb, fc, n_resamples=200).comparison
+    with pytest.raises(UsageError, match="pass --threshold"):
+        compare_frames(fb, fc, metric="output_tokens", options=CompareOptions(n_resamples=200))
+    with pytest.raises(UsageError, match="compare_frames: pass CompareOptions or keywords"):
+        compare_frames(fb, fc, options=CompareOptions(), rng=1)
+
+
+def test_gate_threads_the_policy_s_threshold_and_alpha_and_the_keywords_to_every_comparison(
+    tmp_path,
+) -> None:
+    base, cand = synthetic_pair(tmp_path, n_problems=40)
+    policy = {
+        "alpha": 0.1,
+        "metrics": {"pass@1": {"threshold": 0.03}, "maj@n": {"threshold": 0.04}},
+        "health": {"unextracted_rate": {"max_increase": 0.05}},
+    }
+    res = gate_run(
+        cand, base, policy=policy, n_resamples=200, rng=5, power=0.9, confidence_level=0.8
+    )
+    got = {
+        (tc.metric, c.threshold, c.alpha, c.n_resamples, c.seed, c.power, c.confidence_level)
+        for tc in res.comparisons
+        for c in [tc.comparison]
+    }
+    assert got == {
+        ("pass@1", 0.03, 0.1, 200, 5, 0.9, 0.8),
+        ("maj@n", 0.04, 0.1, 200, 5, 0.9, 0.8),
+        ("unextracted_rate", 0.05, 0.1, 200, 5, 0.9, 0.8),
+    }

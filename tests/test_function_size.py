@@ -34,11 +34,9 @@ MAX_OVER_LIMIT = 8
 # (The merge of issues 19, 21 and 26's branches grew five of these by 1 to 7 lines; plan_runs
 # and compare_runs were then cut below their old lengths.)
 KNOWN_LONG: dict[str, int] = {
-    "compare/_gate.py::gate_run": 158,
     "compare/_plan.py::plan_runs": 122,
     "_importers/lmeval/_samples.py::_Samples.line": 120,
     "_report/_document.py::comparison_blocks": 107,
-    "compare/_runs.py::compare_frames": 109,
 }
 
 
