@@ -159,3 +159,32 @@ def test_gate_threads_the_policy_s_threshold_and_alpha_and_the_keywords_to_every
         ("maj@n", 0.04, 0.1, 200, 5, 0.9, 0.8),
         ("unextracted_rate", 0.05, 0.1, 200, 5, 0.9, 0.8),
     }
+
+
+def test_plan_runs_gives_the_same_plan_from_options_as_from_keywords(tmp_path) -> None:
+    from rolleval.compare import PlanOptions, plan_runs
+
+    base, cand = synthetic_pair(tmp_path, n_problems=30, shift=-0.1)
+    settings = {
+        "effect": 0.3,
+        "threshold": 0.05,
+        "alpha": 0.1,
+        "power": 0.7,
+        "sequential": True,
+        "max_problems": 30,
+        "round_problems": 15,
+        "n_sims": 20,
+        "rng": 4,
+        "n_resamples": 100,
+    }
+    by_keywords = plan_runs(base, cand, **settings)
+    by_options = plan_runs(base, cand, options=PlanOptions(**settings))
+    assert by_options.to_dict() == by_keywords.to_dict()
+    (task,) = by_options.tasks.values()
+    assert task.sequential is not None and task.sequential["sims"] == 20
+    assert task.power_planned is not None and task.power_planned["sims"] == 20
+    assert (by_options.effect, by_options.threshold, by_options.alpha) == (0.3, 0.05, 0.1)
+    with pytest.raises(UsageError, match="plan_runs: pass PlanOptions or keywords, not both"):
+        plan_runs(base, options=PlanOptions(), effect=0.1)
+    with pytest.raises(UsageError, match="`effect` must be a drop > 0"):
+        plan_runs(base, options=PlanOptions(effect=-0.1))

@@ -34,7 +34,6 @@ MAX_OVER_LIMIT = 8
 # (The merge of issues 19, 21 and 26's branches grew five of these by 1 to 7 lines; plan_runs
 # and compare_runs were then cut below their old lengths.)
 KNOWN_LONG: dict[str, int] = {
-    "compare/_plan.py::plan_runs": 122,
     "_importers/lmeval/_samples.py::_Samples.line": 120,
     "_report/_document.py::comparison_blocks": 107,
 }

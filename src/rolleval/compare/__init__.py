@@ -16,6 +16,7 @@ run-level functions align run directories or baseline files and apply it.
 :func:`gate_run`           a policy of gating metrics and health limits
 :func:`save_baseline`      a compact baseline file for CI gating
 :func:`plan_runs`          problems and rollouts needed to detect an effect
+``PlanOptions``            what a plan is for (effect, threshold...) and its simulations
 :func:`measure_run_noise`  an endpoint's run-level noise from A/A replicate runs
 =========================  ==========================================================
 """
@@ -30,7 +31,7 @@ from ._movers import problem_movers
 from ._noise import VALIDITY_NOTE, load_run_noise, measure_run_noise, save_run_noise
 from ._options import CompareOptions
 from ._paired import Comparison, PairedInput, paired_compare
-from ._plan import PlanResult, TaskPlan, plan_runs
+from ._plan import PlanOptions, PlanResult, TaskPlan, plan_runs
 from ._rule import (
     COMPARISON_VERDICTS,
     GATE_VERDICTS,
@@ -59,6 +60,7 @@ __all__ = [
     "GateResult",
     "GateVerdict",
     "PairedInput",
+    "PlanOptions",
     "PlanResult",
     "PolicyVerdict",
     "ProblemFrame",
