@@ -6,12 +6,12 @@ long docstring costs nothing and comments and blank lines inside the body count.
 functions and methods are measured on their own (their lines also count in the function
 around them).
 
-Issue 23's target is at most 8 functions over 100 lines and none over 150. The compare core
-(``paired_compare``, ``_power``, ``gate_run``, ``plan_runs``, ``compare_frames``) is still to be
-split, and two long functions sit in modules others are editing, so :data:`KNOWN_LONG` lists
-today's offenders with their length. The list may only shrink: a function not on it may not
-pass 100 lines, a listed one may not grow, and a listed one that no longer passes 100 lines
-must be taken off. When issue 23 closes the list holds no entry over 150 (and at most 8).
+Issue 23's target is at most 8 functions over 100 lines and none over 150; since the compare
+core was split (``paired_compare``, ``_power``, ``gate_run``, ``plan_runs``,
+``compare_frames``, ``comparison_blocks``, ``_Samples.line``) none is over 100.
+:data:`KNOWN_LONG` lists the functions allowed over 100 lines with their length, and may
+only shrink: a function not on it may not pass 100 lines, a listed one may not grow, and a
+listed one that no longer passes 100 lines must be taken off.
 """
 
 from __future__ import annotations
@@ -28,20 +28,9 @@ HARD_LIMIT = 150
 #: Functions over LIMIT issue 23 allows.
 MAX_OVER_LIMIT = 8
 
-#: Functions over LIMIT today (``path in src/rolleval::qualified name``: body lines). Only
-#: shrinks: lower a number when a function shrinks, remove the entry when it is split. The
-#: entries over HARD_LIMIT must be gone when issue 23 closes.
-# (The merge of issues 19, 21 and 26's branches grew five of these by 1 to 7 lines; plan_runs
-# and compare_runs were then cut below their old lengths.)
-KNOWN_LONG: dict[str, int] = {
-    "compare/_paired.py::paired_compare": 202,
-    "compare/_gate.py::gate_run": 158,
-    "compare/_plan.py::plan_runs": 120,
-    "compare/_paired.py::_power": 125,
-    "_importers/lmeval/_samples.py::_Samples.line": 120,
-    "_report/_document.py::comparison_blocks": 107,
-    "compare/_runs.py::compare_frames": 109,
-}
+#: Functions over LIMIT allowed (``path in src/rolleval::qualified name``: body lines). Only
+#: shrinks: lower a number when a function shrinks, remove the entry when it is split.
+KNOWN_LONG: dict[str, int] = {}
 
 
 def _body_lines(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
@@ -121,11 +110,7 @@ def test_the_known_long_list_only_shrinks() -> None:
     assert not split, f"no longer over {LIMIT} lines: remove from KNOWN_LONG: {split}"
 
 
-def test_issue_23_limits_hold_except_for_the_compare_core_still_to_split() -> None:
+def test_issue_23_limits_hold() -> None:
     over = {name: n for name, n in body_lengths().items() if n > LIMIT}
     assert len(over) <= MAX_OVER_LIMIT, sorted(over)
-    # the two entries over 150 are the compare core's; issue 23 closes when this set is empty
-    assert {name for name, n in over.items() if n > HARD_LIMIT} <= {
-        "compare/_paired.py::paired_compare",
-        "compare/_gate.py::gate_run",
-    }
+    assert not {name for name, n in over.items() if n > HARD_LIMIT}, sorted(over)

@@ -451,6 +451,8 @@ def _pair_name(t: dict[str, Any]) -> str:
 
 
 def comparison_blocks(t: dict[str, Any], *, adjusted: str | None = None) -> list[Block]:
+    """The blocks of one task's comparison (an entry of ``tasks`` in compare's JSON): the
+    verdict and why, the problems, notes and warnings, the tables, the method."""
     out: list[Block] = [
         Title(f"task {_pair_name(t)}: {t['metric']}", 2, verdict=t["verdict"]),
         Para(verdict_line(t)),
@@ -461,6 +463,33 @@ def comparison_blocks(t: dict[str, Any], *, adjusted: str | None = None) -> list
         out.append(Para(f"why: {t['reason']}"))
     out.append(Para(mde_line(t)))
     out.append(Para(_problems_line(t)))
+    notes = _comparison_notes(t)
+    if notes:
+        out.append(Bullets(notes))
+    rows = []
+    for k, v in sorted((t.get("health") or {}).items()):
+        rows.append([k, f4(v.get("baseline")), f4(v.get("candidate")), s4(v.get("delta"))])
+    if rows:
+        out.append(Table(["health", "baseline", "candidate", "delta"], rows))
+    out += _sides_table(t.get("sides") or {})
+    out += run_level_blocks(t.get("run_level"))
+    sc = t.get("self_consistency")
+    if sc:
+        out.append(
+            Para(
+                f"self-consistency (not gating): effect {s4(sc.get('effect'))} "
+                f"[{s4(sc.get('ci_low'))}, {s4(sc.get('ci_high'))}], p = {_p(sc.get('pvalue'))}, "
+                f"{_words(sc.get('verdict', ''))}"
+            )
+        )
+    out += _movers_table(t)
+    out.append(Details("method", [Para(m) for m in _method_lines(t)]))
+    return out
+
+
+def _comparison_notes(t: dict[str, Any]) -> list[str]:
+    """Dropped problems, warnings, an incomplete side, the unjudged rollouts' check and the
+    alignment's notes, one line each."""
     notes = _dropped_lines(t) + [f"WARNING: {w}" for w in t.get("warnings", [])]
     sides = t.get("sides") or {}
     for side in ("baseline", "candidate"):
@@ -485,13 +514,11 @@ def comparison_blocks(t: dict[str, Any], *, adjusted: str | None = None) -> list
             )
         notes.append(line)
     notes += [f"note: {n}" for n in (t.get("alignment") or {}).get("notes", [])]
-    if notes:
-        out.append(Bullets(notes))
-    rows = []
-    for k, v in sorted((t.get("health") or {}).items()):
-        rows.append([k, f4(v.get("baseline")), f4(v.get("candidate")), s4(v.get("delta"))])
-    if rows:
-        out.append(Table(["health", "baseline", "candidate", "delta"], rows))
+    return notes
+
+
+def _sides_table(sides: dict[str, Any]) -> list[Block]:
+    """The two sides: source, problems, rollouts correct/gradable/requested, missing."""
     srows = []
     for side in ("baseline", "candidate"):
         s = sides.get(side) or {}
@@ -507,43 +534,43 @@ def comparison_blocks(t: dict[str, Any], *, adjusted: str | None = None) -> list
                 str(s.get("missing_rollouts", 0)),
             ]
         )
-    if srows:
-        out.append(
-            Table(
-                ["side", "source", "problems", "correct/gradable/requested", "missing"],
-                srows,
-                left=2,
-            )
+    if not srows:
+        return []
+    return [
+        Table(
+            ["side", "source", "problems", "correct/gradable/requested", "missing"],
+            srows,
+            left=2,
         )
-    out += run_level_blocks(t.get("run_level"))
-    sc = t.get("self_consistency")
-    if sc:
-        out.append(
-            Para(
-                f"self-consistency (not gating): effect {s4(sc.get('effect'))} "
-                f"[{s4(sc.get('ci_low'))}, {s4(sc.get('ci_high'))}], p = {_p(sc.get('pvalue'))}, "
-                f"{_words(sc.get('verdict', ''))}"
-            )
-        )
+    ]
+
+
+def _movers_table(t: dict[str, Any]) -> list[Block]:
+    """The (up to 5) problems that moved most, with their per-problem tests."""
     movers = [m for m in t.get("movers", []) if (m.get("delta") or 0) != 0][:5]
-    if movers:
-        out.append(
-            Table(
-                ["problem that moved most", "baseline", "candidate", "delta", "p", "Holm p"],
+    if not movers:
+        return []
+    return [
+        Table(
+            ["problem that moved most", "baseline", "candidate", "delta", "p", "Holm p"],
+            [
                 [
-                    [
-                        m["id"],
-                        _mover_side(m, "baseline"),
-                        _mover_side(m, "candidate"),
-                        s4(m.get("delta")),
-                        _p(m.get("pvalue")),
-                        _p(m.get("adjusted_pvalue")),
-                    ]
-                    for m in movers
-                ],
-                problems=[(t["task"], m["id"]) for m in movers],
-            )
+                    m["id"],
+                    _mover_side(m, "baseline"),
+                    _mover_side(m, "candidate"),
+                    s4(m.get("delta")),
+                    _p(m.get("pvalue")),
+                    _p(m.get("adjusted_pvalue")),
+                ]
+                for m in movers
+            ],
+            problems=[(t["task"], m["id"]) for m in movers],
         )
+    ]
+
+
+def _method_lines(t: dict[str, Any]) -> list[str]:
+    """How the comparison was made: the procedure, its settings, the bounds, the power."""
     method = []
     if t.get("method"):
         method.append(t["method"])
@@ -556,8 +583,7 @@ def comparison_blocks(t: dict[str, Any], *, adjusted: str | None = None) -> list
         method.append(f"bounds [{s4(t.get('bound_low'))}, {s4(t.get('bound_high'))}]")
     if t.get("power_note"):
         method.append(t["power_note"])
-    out.append(Details("method", [Para(m) for m in method]))
-    return out
+    return method
 
 
 def _side_noise_row(role: str, s: dict[str, Any]) -> list[str]:

@@ -5,6 +5,7 @@ run-level functions align run directories or baseline files and apply it.
 
 =========================  ==========================================================
 :func:`paired_compare`     one metric: effect, interval, p-value, verdict, power
+``CompareOptions``         the statistical settings of a comparison (threshold, alpha...)
 ``ComparisonVerdict``      the six verdict words of a comparison (a ``Literal`` type)
 ``GateVerdict``            the three overall words of a gate (a ``Literal`` type)
 ``PolicyVerdict``          the four words of ``rolleval gate`` (a ``Literal`` type)
@@ -15,6 +16,7 @@ run-level functions align run directories or baseline files and apply it.
 :func:`gate_run`           a policy of gating metrics and health limits
 :func:`save_baseline`      a compact baseline file for CI gating
 :func:`plan_runs`          problems and rollouts needed to detect an effect
+``PlanOptions``            what a plan is for (effect, threshold...) and its simulations
 :func:`measure_run_noise`  an endpoint's run-level noise from A/A replicate runs
 =========================  ==========================================================
 """
@@ -27,8 +29,9 @@ from ._frame import HEALTH_METRICS, ProblemFrame, load_frames, metric_direction,
 from ._gate import DEFAULT_POLICY, GateResult, gate_run, load_policy
 from ._movers import problem_movers
 from ._noise import VALIDITY_NOTE, load_run_noise, measure_run_noise, save_run_noise
+from ._options import CompareOptions
 from ._paired import Comparison, PairedInput, paired_compare
-from ._plan import PlanResult, TaskPlan, plan_runs
+from ._plan import PlanOptions, PlanResult, TaskPlan, plan_runs
 from ._rule import (
     COMPARISON_VERDICTS,
     GATE_VERDICTS,
@@ -48,6 +51,7 @@ __all__ = [
     "HEALTH_METRICS",
     "VALIDITY_NOTE",
     "Alignment",
+    "CompareOptions",
     "CompareResult",
     "Comparison",
     "ComparisonVerdict",
@@ -56,6 +60,7 @@ __all__ = [
     "GateResult",
     "GateVerdict",
     "PairedInput",
+    "PlanOptions",
     "PlanResult",
     "PolicyVerdict",
     "ProblemFrame",

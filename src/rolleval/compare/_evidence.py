@@ -15,6 +15,7 @@ from ..errors import EXIT_INCONCLUSIVE, RunError
 from ..metrics import parse_metric_name, suite_metrics
 from ._align import Alignment
 from ._frame import HEALTH_METRICS, ProblemFrame
+from ._options import CompareOptions
 from ._paired import Comparison, PairedInput, paired_compare
 from ._rule import verdict_label
 
@@ -132,14 +133,15 @@ def unjudged_bound(
     al: Alignment,
     metric: str,
     comp: Comparison,
-    kwargs: dict[str, Any],
+    options: CompareOptions,
 ) -> tuple[dict[str, Any], str | None]:
     """The worst-case check for unjudged rollouts (infra errors, grader errors, missing).
 
     When the unjudged shares of the two sides differ by more than the threshold, the verdict
     must survive the worst case of the missing rollouts: all correct on one side and all
     wrong on the other (against the candidate for a passing verdict, for it for a
-    regression). Returns the panel and, when the verdict does not survive, the reason."""
+    regression), compared with ``options`` (those of ``comp``). Returns the panel and, when
+    the verdict does not survive, the reason."""
     assert baseline.unjudged is not None and candidate.unjudged is not None
     pb, pc = al.pos_baseline, al.pos_candidate
     share = {
@@ -185,8 +187,7 @@ def unjudged_bound(
             baseline=_refill(baseline, pb, metric, correct=against),
             candidate=_refill(candidate, pc, metric, correct=not against),
         ),
-        threshold=tau,
-        **kwargs,
+        options=options,
     )
     panel["worst_case"] = {
         "fill": "baseline's unjudged correct, candidate's wrong"

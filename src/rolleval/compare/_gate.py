@@ -20,11 +20,12 @@ every evaluated gate exit 0.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 import numpy as np
 import yaml
@@ -42,9 +43,18 @@ from ..errors import (
 from ._changed import WhatChanged, side_record, what_changed
 from ._evidence import check_complete, refuse_incomplete
 from ._frame import HEALTH_METRICS, ProblemFrame, canonical_metric, load_frames
-from ._pairs import pair_tasks, parse_task_map
+from ._options import CompareOptions
+from ._paired import Comparison
+from ._pairs import TaskPair, pair_tasks, parse_task_map
 from ._rule import PolicyVerdict
-from ._runs import TaskComparison, compare_frames, decide_overall, label_sides
+from ._runs import (
+    Overall,
+    TaskComparison,
+    TaskSettings,
+    compare_task,
+    decide_overall,
+    label_sides,
+)
 
 __all__ = ["DEFAULT_POLICY", "GateResult", "gate_run", "load_policy"]
 
@@ -247,32 +257,24 @@ def gate_run(
     Tasks pair as in :func:`~rolleval.compare.compare_runs` (by name, ``task_map``, or by
     content), and ``unmatched`` is as there (``None``: problems a task paired by content does
     not share are left out, others refuse); the outcome's ``changed`` lists the recorded
-    settings that differ."""
+    settings that differ. The policy sets ``alpha`` and each metric's threshold; the other
+    statistical settings are the keywords (threaded to every comparison as one
+    :class:`CompareOptions`)."""
     policy = policy or DEFAULT_POLICY
-    alpha = float(policy.get("alpha", 0.05))
+    options = CompareOptions(
+        alpha=float(policy.get("alpha", 0.05)),
+        confidence_level=confidence_level,
+        n_resamples=n_resamples,
+        rng=rng,
+        power=power,
+    )
     from ._seqruns import refuse_sequential
 
     refuse_sequential(baseline, run, hint="`rolleval compare BASE RUN` with its own BASE")
     fb = load_frames(baseline)
     fc = load_frames(run)
     named = list(tasks or []) or list(policy.get("tasks") or [])
-    try:
-        pairs = pair_tasks(
-            fb,
-            fc,
-            tasks=named or None,
-            task_map=parse_task_map(task_map),
-            sources=(baseline, run),
-            sides=("baseline", "run"),
-        )
-    except UsageError as exc:
-        if tasks or not policy.get("tasks"):
-            raise
-        # the tasks came from the policy: name the policy file and how to fix it
-        raise DataError(
-            f"policy tasks: {exc}; remove it from the policy's tasks",
-            path=policy.get("_path", "policy"),
-        ) from None
+    pairs = _gate_pairs(fb, fc, (baseline, run), policy, named, tasks, task_map)
     names = [p.baseline for p in pairs]
     pair_of = {p.baseline: p for p in pairs}
     fc = {p.baseline: fc[p.candidate] for p in pairs}  # by baseline name from here on
@@ -290,55 +292,104 @@ def gate_run(
     from ._noise import VALIDITY_NOTE
 
     reasons.append(VALIDITY_NOTE)
-    checks: list[dict[str, Any]] = []
     not_evaluated = [] if named else [t for t in fb if t not in pair_of]
-    for t in not_evaluated:
-        checks.append(
-            {
-                "task": t,
-                "check": "task present in the run",
-                "value": "missing",
-                "verdict": "not evaluated",
-            }
-        )
-    if not_evaluated:
+    checks, reason = _missing_checks(not_evaluated)
+    reasons += reason
+    limits = _limit_checks(names, fc, policy)
+    checks += limits.checks
+    if limits.run_failed:
         reasons.append(
-            f"baseline task(s) {', '.join(not_evaluated)} are missing from the run: not evaluated "
-            "(list the tasks to gate in the policy's `tasks` or with --task)"
+            "the infra error rate is over its limit: the run failed (an outage, not a regression); "
+            "fix the endpoint and resume the run"
         )
-    comps: dict[str, Any] = {}
-    task_comps: list[TaskComparison] = []
-    forced: set[str] = set()
-    limits_broken = False
-    run_failed = False
+    gating = _Gating.compare(names, fb, fc, pair_of, policy, options, unmatched)
+    decision = gating.decide(options.alpha)
+    if decision is not None:
+        reasons += decision.notes
+        checks += _comparison_checks(gating.comparisons, decision)
+    code = _gate_code(decision, limits, bool(not_evaluated))
+    changed = what_changed(
+        side_record(baseline, {t: f.settings for t, f in fb.items()}),
+        side_record(run, {p.candidate: fc[p.baseline].settings for p in pairs}),
+        [(p.baseline, p.candidate) for p in pairs],
+    )
+    label_sides(gating.task_comparisons, changed)
+    return GateResult(
+        _VERDICT_OF_CODE.get(code, "pass"),
+        EXIT_OK if observe else code,
+        checks,
+        gating.task_comparisons,
+        observe,
+        reasons,
+        incomplete,
+        changed,
+    )
+
+
+def _gate_pairs(
+    fb: Mapping[str, ProblemFrame],
+    fc: Mapping[str, ProblemFrame],
+    sources: tuple[str | os.PathLike[str], str | os.PathLike[str]],
+    policy: Mapping[str, Any],
+    named: list[str],
+    tasks: list[str] | None,
+    task_map: Mapping[str, str] | list[str] | None,
+) -> list[TaskPair]:
+    """The baseline's tasks paired with the run's (:func:`pair_tasks`); a task the policy
+    names that cannot be paired is the policy file's error."""
+    try:
+        return pair_tasks(
+            fb,
+            fc,
+            tasks=named or None,
+            task_map=parse_task_map(task_map),
+            sources=sources,
+            sides=("baseline", "run"),
+        )
+    except UsageError as exc:
+        if tasks or not policy.get("tasks"):
+            raise
+        # the tasks came from the policy: name the policy file and how to fix it
+        raise DataError(
+            f"policy tasks: {exc}; remove it from the policy's tasks",
+            path=policy.get("_path", "policy"),
+        ) from None
+
+
+def _missing_checks(not_evaluated: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
+    """A check per baseline task missing from the run, and the reason they give."""
+    checks: list[dict[str, Any]] = [
+        {
+            "task": t,
+            "check": "task present in the run",
+            "value": "missing",
+            "verdict": "not evaluated",
+        }
+        for t in not_evaluated
+    ]
+    if not not_evaluated:
+        return checks, []
+    return checks, [
+        f"baseline task(s) {', '.join(not_evaluated)} are missing from the run: not evaluated "
+        "(list the tasks to gate in the policy's `tasks` or with --task)"
+    ]
+
+
+class _Limits(NamedTuple):
+    checks: list[dict[str, Any]]
+    limits_broken: bool
+    """A limit other than the infra error rate's is broken (blocked)."""
+    run_failed: bool
+    """The infra error rate's limit is broken (an outage)."""
+
+
+def _limit_checks(
+    names: list[str], fc: Mapping[str, ProblemFrame], policy: Mapping[str, Any]
+) -> _Limits:
+    """The policy's absolute limits (``health.<metric>.max``) on the run, per task."""
+    checks: list[dict[str, Any]] = []
+    limits_broken = run_failed = False
     for t in names:
-        gating: list[tuple[str, float]] = [
-            (m, float(s["threshold"])) for m, s in (policy.get("metrics") or {}).items()
-        ]
-        gating += [
-            (m, float(s["max_increase"]))
-            for m, s in (policy.get("health") or {}).items()
-            if "max_increase" in s
-        ]
-        for metric, tau in gating:
-            tc = compare_frames(
-                fb[t],
-                fc[t],
-                metric=metric,
-                threshold=tau,
-                alpha=alpha,
-                n_resamples=n_resamples,
-                rng=rng,
-                power=power,
-                confidence_level=confidence_level,
-                unmatched=unmatched,
-                pair=pair_of[t],
-            )
-            key = f"{t}:{metric}"
-            comps[key] = tc.comparison
-            if tc.forced_inconclusive:
-                forced.add(key)
-            task_comps.append(tc)
         for metric, spec in (policy.get("health") or {}).items():
             if "max" not in spec:
                 continue
@@ -358,51 +409,96 @@ def gate_run(
                     else ("N/A: not measured" if value is None else "ok"),
                 }
             )
-    if run_failed:
-        reasons.append(
-            "the infra error rate is over its limit: the run failed (an outage, not a regression); "
-            "fix the endpoint and resume the run"
+    return _Limits(checks, limits_broken, run_failed)
+
+
+@dataclass(frozen=True)
+class _Gating:
+    """The gating paired comparisons of every task, by ``task:metric``."""
+
+    comparisons: dict[str, Comparison]
+    task_comparisons: list[TaskComparison]
+    forced: frozenset[str]
+    """The keys whose verdict the unjudged rollouts' worst case made inconclusive."""
+
+    @classmethod
+    def compare(
+        cls,
+        names: list[str],
+        fb: Mapping[str, ProblemFrame],
+        fc: Mapping[str, ProblemFrame],
+        pair_of: Mapping[str, TaskPair],
+        policy: Mapping[str, Any],
+        options: CompareOptions,
+        unmatched: Literal["error", "exclude"] | None,
+    ) -> _Gating:
+        """Each task compared on each gating metric at its threshold (``metrics`` and the
+        health rates with ``max_increase``)."""
+        gating: list[tuple[str, float]] = [
+            (m, float(s["threshold"])) for m, s in (policy.get("metrics") or {}).items()
+        ]
+        gating += [
+            (m, float(s["max_increase"]))
+            for m, s in (policy.get("health") or {}).items()
+            if "max_increase" in s
+        ]
+        comps: dict[str, Comparison] = {}
+        task_comps: list[TaskComparison] = []
+        forced: set[str] = set()
+        for t in names:
+            for metric, tau in gating:
+                settings = TaskSettings(
+                    metric=canonical_metric(metric),
+                    options=dataclasses.replace(options, threshold=tau),
+                    unmatched=unmatched,
+                )
+                tc = compare_task(fb[t], fc[t], settings, pair=pair_of[t])
+                key = f"{t}:{metric}"
+                comps[key] = tc.comparison
+                if tc.forced_inconclusive:
+                    forced.add(key)
+                task_comps.append(tc)
+        return cls(comps, task_comps, frozenset(forced))
+
+    def decide(self, alpha: float) -> Overall | None:
+        """Holm across every gating comparison (:func:`decide_overall`); None without any."""
+        if not self.comparisons:
+            return None
+        return decide_overall(self.comparisons, alpha=alpha, forced=self.forced)
+
+
+def _comparison_checks(comps: Mapping[str, Comparison], decision: Overall) -> list[dict[str, Any]]:
+    """A check per gating comparison, with its verdict after Holm's adjustment."""
+    checks = []
+    for key, comp in comps.items():
+        t, metric = key.split(":", 1)
+        checks.append(
+            {
+                "task": t,
+                "check": f"{metric} paired compare (tau={comp.threshold})",
+                "value": _fmt_effect(comp),
+                "verdict": decision.verdicts[key],
+                "adjusted_pvalue": decision.adjusted_pvalues.get(key),
+            }
         )
-    decision = decide_overall(comps, alpha=alpha, forced=forced) if comps else None
-    if decision is not None:
-        reasons += decision.notes
-        for key, comp in comps.items():
-            t, metric = key.split(":", 1)
-            checks.append(
-                {
-                    "task": t,
-                    "check": f"{metric} paired compare (tau={comp.threshold})",
-                    "value": _fmt_effect(comp),
-                    "verdict": decision.verdicts[key],
-                    "adjusted_pvalue": decision.adjusted_pvalues.get(key),
-                }
-            )
+    return checks
+
+
+_VERDICT_OF_CODE: dict[int, PolicyVerdict] = {
+    EXIT_RUN_FAILED: "run_failed",
+    EXIT_NEGATIVE: "blocked",
+    EXIT_INCONCLUSIVE: "inconclusive",
+}
+
+
+def _gate_code(decision: Overall | None, limits: _Limits, tasks_missing: bool) -> int:
+    """4 when the run failed, 1 when blocked (a regression or a broken limit), 3 when
+    inconclusive (or a baseline task is missing and nothing else failed), else 0."""
     code = EXIT_OK if decision is None else decision.exit_code
-    if run_failed:
-        code = EXIT_RUN_FAILED
-    elif limits_broken or code == EXIT_NEGATIVE:
-        code = EXIT_NEGATIVE
-    elif code == EXIT_OK and not_evaluated:
-        code = EXIT_INCONCLUSIVE
-    words: dict[int, PolicyVerdict] = {
-        EXIT_RUN_FAILED: "run_failed",
-        EXIT_NEGATIVE: "blocked",
-        EXIT_INCONCLUSIVE: "inconclusive",
-    }
-    verdict = words.get(code, "pass")
-    changed = what_changed(
-        side_record(baseline, {t: f.settings for t, f in fb.items()}),
-        side_record(run, {p.candidate: fc[p.baseline].settings for p in pairs}),
-        [(p.baseline, p.candidate) for p in pairs],
-    )
-    label_sides(task_comps, changed)
-    return GateResult(
-        verdict,
-        EXIT_OK if observe else code,
-        checks,
-        task_comps,
-        observe,
-        reasons,
-        incomplete,
-        changed,
-    )
+    if limits.run_failed:
+        return EXIT_RUN_FAILED
+    if limits.limits_broken or code == EXIT_NEGATIVE:
+        return EXIT_NEGATIVE
+    if code == EXIT_OK and tasks_missing:
+        return EXIT_INCONCLUSIVE
+    return code

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass, field
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal
 
 import numpy as np
 
@@ -27,9 +27,39 @@ from ..stats import (
 )
 from ._align import Alignment, align_frames
 from ._frame import ProblemFrame, load_frames, resolve_tasks
+from ._options import one_of
 from ._smallplan import SMALL_T, small_sample_problems, truth_model
 
-__all__ = ["PlanResult", "TaskPlan", "plan_runs"]
+__all__ = ["PlanOptions", "PlanResult", "TaskPlan", "plan_runs"]
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """What :func:`plan_runs` plans for: the true drop, the comparison that will be run, and
+    the simulations. Frozen; the defaults are ``rolleval plan``'s.
+    """
+
+    effect: float = 0.04
+    """The true drop ``delta`` to catch, in pass@1 units (> 0)."""
+    threshold: float = 0.02
+    """``tau`` of the comparison that will be run (``rolleval compare --threshold``), in
+    [0, 1)."""
+    alpha: float = 0.05
+    """Two-sided level of that comparison, in (0, 1)."""
+    power: float = 0.8
+    """The power wanted for the verdict, in (alpha/2, 1)."""
+    sequential: bool = False
+    """Also simulate a sequential run against the pilot (``rolleval run --until-decided``)."""
+    max_problems: int | None = None
+    """Budget of the simulated sequential run (None: the pilot's problems)."""
+    round_problems: int = 10
+    """Problems between two looks of the simulated sequential run."""
+    n_sims: int = 1000
+    """Simulations (of compare's rule at small sizes, and of the sequential run)."""
+    rng: int = 0
+    """Seed of the simulations."""
+    n_resamples: int = 10_000
+    """Resamples of the simulated comparisons (bootstrap and sign-flip test)."""
 
 
 @dataclass(frozen=True)
@@ -190,18 +220,8 @@ class PlanResult:
         return out
 
 
-class _Target(NamedTuple):
-    effect: float
-    threshold: float
-    alpha: float
-    power: float
-    n_resamples: int
-    n_sims: int
-    rng: int
-
-
 def _planned(
-    normal: int, variance: float, frames: Any, target: _Target
+    normal: int, variance: float, frames: Any, target: PlanOptions
 ) -> tuple[int, dict[str, Any]]:
     """``(required_problems, power_planned)``: the normal size and its normal power, or, at
     most :data:`SMALL_T` problems, the size at which compare's own rule reaches the power in
@@ -256,7 +276,13 @@ def _planned(
     }
 
 
-def _check(effect: float, threshold: float, alpha: float, power: float) -> None:
+def _check(options: PlanOptions) -> None:
+    effect, threshold, alpha, power = (
+        options.effect,
+        options.threshold,
+        options.alpha,
+        options.power,
+    )
     for name, value in (("effect", effect), ("alpha", alpha), ("power", power)):
         if not isinstance(value, (int, float)) or not math.isfinite(value):
             raise UsageError(f"`{name}` must be a number; got {value!r}")
@@ -392,6 +418,7 @@ def plan_runs(
     pilot: str | os.PathLike[str],
     candidate: str | os.PathLike[str] | None = None,
     *,
+    options: PlanOptions | None = None,
     effect: float = 0.04,
     threshold: float = 0.02,
     alpha: float = 0.05,
@@ -448,6 +475,9 @@ def plan_runs(
         Run directory or baseline file (the baseline side).
     candidate : path, optional
         A candidate run, to estimate the paired variance.
+    options : PlanOptions, optional
+        The settings below (``effect`` to ``n_resamples``, not ``tasks``) as one object,
+        instead of the keywords: not both.
     effect : float, default 0.04
         The true drop ``delta`` to catch, in pass@1 units (> 0).
     threshold : float, default 0.02
@@ -479,123 +509,194 @@ def plan_runs(
     rolleval.errors.UsageError
         On out-of-range arguments, or a task missing from the pilot or the candidate.
     """
-    _check(effect, threshold, alpha, power)
-    by_pilot = load_frames(pilot)
-    by_candidate = load_frames(candidate) if candidate is not None else None
-    below = effect <= threshold
-    out: dict[str, Any] = {
-        "effect": effect,
-        "threshold": threshold,
-        "alpha": alpha,
-        "power": power,
-        "verdict": "regression",
-        "unit": "problem",
-        "assumption": (
-            "normal approximation of the paired effect; the regression verdict needs a "
-            "significant drop of at least the threshold"
-        ),
-        "tasks": {},
-    }
-    if below:
-        out["note"] = (
-            f"a true drop of {effect:g} is not above the threshold {threshold:g}: compare "
-            "flags such a drop as a regression at most about half the time (a drop of exactly "
-            "the threshold: half the time), whatever the number of problems; plan for a "
-            "larger effect or compare with a smaller --threshold"
-        )
-    if by_candidate is not None and not tasks:
-        # a pilot task the candidate lacks is named, not planned (there is no pair)
-        missing = [t for t in by_pilot if t not in by_candidate]
-        if missing:
-            out["missing_tasks"] = missing
-    names = resolve_tasks(
-        by_pilot, by_candidate, tasks, sources=(pilot, candidate), sides=("pilot", "candidate")
-    )
-    n_tasks = len(names)
-    for name in names:
-        pilot_frame = by_pilot[name]
-        cand_frame = by_candidate[name] if by_candidate is not None else None
-        T, components, assumption, ok, al = _components(pilot_frame, cand_frame)
-        entry: dict[str, Any] = {"problems": T, "components": components, "assumption": assumption}
-        if not ok or T < 2:
-            entry["status"] = "unavailable"
-            entry["reason"] = (
-                components.get("reason")
-                or "need at least 2 problems with 2 or more gradable rollouts"
-            )
-            out["tasks"][name] = entry
-            continue
-        total_only = components["status"] == "total_only"
-        kw, variance = _planner_kwargs(components)
-        entry["status"] = "ok"
-        entry["mde_current"] = minimum_detectable_effect(T, alpha=alpha, power=power, **kw)
-        se_now = math.sqrt(variance / T)
-        entry["regression_power_current"] = (
-            regression_power(effect, se=se_now, threshold=threshold, alpha=alpha)
-            if se_now > 0
-            else None
-        )
-        entry["required_problems_significance"] = required_problems(
-            effect, alpha=alpha, power=power, **kw
-        )
-        # "equivalent" needs, besides an interval inside the band, a minimum detectable
-        # effect of at most the threshold: the problems at which MDE = threshold
-        entry["equivalence_problems"] = required_problems(threshold, alpha=alpha, power=power, **kw)
-        if below:
-            entry["required_problems"] = None
-            entry["required_problems_normal"] = None
-            entry["power_planned"] = None
-            entry["required_rollouts_at_current_problems"] = None
-            entry["reason"] = out["note"]
-        else:
-            normal = required_problems(effect, alpha=alpha, power=power, threshold=threshold, **kw)
-            entry["required_problems_normal"] = normal
-            entry["required_problems"], entry["power_planned"] = _planned(
-                normal,
-                variance,
-                None
-                if total_only
-                else (pilot_frame if cand_frame is None else (pilot_frame, cand_frame, al)),
-                _Target(effect, threshold, alpha, power, n_resamples, n_sims, rng),
-            )
-            entry["required_rollouts_at_current_problems"] = (
-                None
-                if total_only
-                else required_rollouts(
-                    effect,
-                    T,
-                    omega2=kw["omega2"],
-                    sigma2_baseline=kw["sigma2_baseline"],
-                    sigma2_candidate=kw["sigma2_candidate"],
-                    alpha=alpha,
-                    power=power,
-                    threshold=threshold,
-                )
-            )
-        if total_only:
-            entry["rollouts_reason"] = components["reason"]
-        if sequential:
-            from ._sequential import simulate_sequential, task_alpha
-
-            entry["sequential"] = simulate_sequential(
-                pilot_frame.c,
-                pilot_frame.n,
-                effect=effect,
-                threshold=threshold,
-                alpha=task_alpha(alpha, n_tasks),
-                budget=max_problems,
-                round_problems=round_problems,
-                n_sims=n_sims,
-                rng=rng,
-            )
-        out["tasks"][name] = entry
-    return PlanResult(
+    keywords = PlanOptions(
         effect=effect,
         threshold=threshold,
         alpha=alpha,
         power=power,
-        assumption=out["assumption"],
-        tasks={name: TaskPlan(**entry) for name, entry in out["tasks"].items()},
-        note=out.get("note"),
-        missing_tasks=out.get("missing_tasks", []),
+        sequential=sequential,
+        max_problems=max_problems,
+        round_problems=round_problems,
+        n_sims=n_sims,
+        rng=rng,
+        n_resamples=n_resamples,
+    )
+    options = one_of(options, keywords, PlanOptions(), "plan_runs")
+    _check(options)
+    by_pilot = load_frames(pilot)
+    by_candidate = load_frames(candidate) if candidate is not None else None
+    note = _below_note(options)
+    missing: list[str] = []
+    if by_candidate is not None and not tasks:
+        # a pilot task the candidate lacks is named, not planned (there is no pair)
+        missing = [t for t in by_pilot if t not in by_candidate]
+    names = resolve_tasks(
+        by_pilot, by_candidate, tasks, sources=(pilot, candidate), sides=("pilot", "candidate")
+    )
+    plans = {
+        name: _task_plan(
+            by_pilot[name],
+            by_candidate[name] if by_candidate is not None else None,
+            options,
+            len(names),
+            note,
+        )
+        for name in names
+    }
+    return PlanResult(
+        effect=options.effect,
+        threshold=options.threshold,
+        alpha=options.alpha,
+        power=options.power,
+        assumption=_ASSUMPTION,
+        tasks=plans,
+        note=note,
+        missing_tasks=missing,
+    )
+
+
+_ASSUMPTION = (
+    "normal approximation of the paired effect; the regression verdict needs a "
+    "significant drop of at least the threshold"
+)
+
+
+def _below_note(options: PlanOptions) -> str | None:
+    """The plan's note when the drop is not above the threshold (no size makes the
+    regression verdict likely); None otherwise."""
+    if options.effect > options.threshold:
+        return None
+    return (
+        f"a true drop of {options.effect:g} is not above the threshold {options.threshold:g}: "
+        "compare flags such a drop as a regression at most about half the time (a drop of "
+        "exactly the threshold: half the time), whatever the number of problems; plan for a "
+        "larger effect or compare with a smaller --threshold"
+    )
+
+
+def _task_plan(
+    pilot_frame: ProblemFrame,
+    cand_frame: ProblemFrame | None,
+    options: PlanOptions,
+    n_tasks: int,
+    note: str | None,
+) -> TaskPlan:
+    """The plan of one task: its variance components, then the sizes (and the simulated
+    sequential run)."""
+    T, components, assumption, ok, al = _components(pilot_frame, cand_frame)
+    if not ok or T < 2:
+        reason = (
+            components.get("reason") or "need at least 2 problems with 2 or more gradable rollouts"
+        )
+        return TaskPlan(T, components, assumption, "unavailable", reason=reason)
+    kw, _ = _planner_kwargs(components)
+    # one rollout per problem on a side: the total variance alone, the normal size, and no
+    # rollouts per problem (the between- and within-problem parts cannot be told apart)
+    total_only = components["status"] == "total_only"
+    frames = (
+        None
+        if total_only
+        else (pilot_frame if cand_frame is None else (pilot_frame, cand_frame, al))
+    )
+    return TaskPlan(
+        T,
+        components,
+        assumption,
+        "ok",
+        **_current(T, kw, options),
+        **_sizes(T, kw, frames, options, note),
+        sequential=_sequential(pilot_frame, options, n_tasks) if options.sequential else None,
+        rollouts_reason=components["reason"] if total_only else None,
+    )
+
+
+def _variance(kw: dict[str, float]) -> float:
+    """``omega2 + sigma2_baseline/k_baseline + sigma2_candidate/k_candidate``: ``T`` times
+    the variance of the paired effect."""
+    return (
+        kw["omega2"]
+        + kw["sigma2_baseline"] / kw["k_baseline"]
+        + kw["sigma2_candidate"] / kw["k_candidate"]
+    )
+
+
+def _current(T: int, kw: dict[str, float], options: PlanOptions) -> dict[str, Any]:
+    """What the current design gives: its MDE, its power for the regression verdict, and the
+    problems significance alone and equivalence need."""
+    effect, threshold, alpha, power = (
+        options.effect,
+        options.threshold,
+        options.alpha,
+        options.power,
+    )
+    se_now = math.sqrt(_variance(kw) / T)
+    return {
+        "mde_current": minimum_detectable_effect(T, alpha=alpha, power=power, **kw),
+        "regression_power_current": (
+            regression_power(effect, se=se_now, threshold=threshold, alpha=alpha)
+            if se_now > 0
+            else None
+        ),
+        "required_problems_significance": required_problems(effect, alpha=alpha, power=power, **kw),
+        # "equivalent" needs, besides an interval inside the band, a minimum detectable
+        # effect of at most the threshold: the problems at which MDE = threshold
+        "equivalence_problems": required_problems(threshold, alpha=alpha, power=power, **kw),
+    }
+
+
+def _sizes(
+    T: int, kw: dict[str, float], frames: Any, options: PlanOptions, note: str | None
+) -> dict[str, Any]:
+    """The problems (normal, then simulated at small sizes) and the rollouts per problem for
+    the regression verdict; none, with ``note`` as the reason, for a drop not above the
+    threshold. ``frames`` None (one rollout per problem): the normal size, no rollouts."""
+    if note is not None:
+        return {
+            "required_problems": None,
+            "required_problems_normal": None,
+            "power_planned": None,
+            "required_rollouts_at_current_problems": None,
+            "reason": note,
+        }
+    effect, threshold, alpha, power = (
+        options.effect,
+        options.threshold,
+        options.alpha,
+        options.power,
+    )
+    normal = required_problems(effect, alpha=alpha, power=power, threshold=threshold, **kw)
+    problems, power_planned = _planned(normal, _variance(kw), frames, options)
+    return {
+        "required_problems_normal": normal,
+        "required_problems": problems,
+        "power_planned": power_planned,
+        "required_rollouts_at_current_problems": None
+        if frames is None
+        else required_rollouts(
+            effect,
+            T,
+            omega2=kw["omega2"],
+            sigma2_baseline=kw["sigma2_baseline"],
+            sigma2_candidate=kw["sigma2_candidate"],
+            alpha=alpha,
+            power=power,
+            threshold=threshold,
+        ),
+    }
+
+
+def _sequential(pilot_frame: ProblemFrame, options: PlanOptions, n_tasks: int) -> dict[str, Any]:
+    """The simulated sequential run against the pilot (each task at ``alpha`` / tasks)."""
+    from ._sequential import simulate_sequential, task_alpha
+
+    return simulate_sequential(
+        pilot_frame.c,
+        pilot_frame.n,
+        effect=options.effect,
+        threshold=options.threshold,
+        alpha=task_alpha(options.alpha, n_tasks),
+        budget=options.max_problems,
+        round_problems=options.round_problems,
+        n_sims=options.n_sims,
+        rng=options.rng,
     )

@@ -30,6 +30,7 @@ from ._frame import (
     metric_direction,
 )
 from ._movers import problem_movers
+from ._options import CompareOptions, one_of
 from ._paired import Comparison, PairedInput, paired_compare
 from ._pairs import TaskPair, pair_tasks, parse_task_map
 from ._replicates import (
@@ -46,9 +47,11 @@ from ._verdict import gate_decision
 __all__ = [
     "CompareResult",
     "TaskComparison",
+    "TaskSettings",
     "compare_frames",
     "compare_replicate_frames",
     "compare_runs",
+    "compare_task",
     "decide_overall",
     "default_threshold",
 ]
@@ -311,11 +314,26 @@ def unmatched_policy(
     return "error", "default"
 
 
+@dataclass(frozen=True)
+class TaskSettings:
+    """What every task of one comparison is compared with (:func:`compare_runs` threads it
+    to each task)."""
+
+    metric: str
+    """Canonical metric name."""
+    options: CompareOptions
+    unmatched: Literal["error", "exclude"] | None = None
+    require_provenance: bool = False
+    top: int = 10
+    """Problems that moved most, listed."""
+
+
 def compare_frames(
     baseline: ProblemFrame,
     candidate: ProblemFrame,
     *,
     metric: str = "pass@1",
+    options: CompareOptions | None = None,
     threshold: float | None = None,
     alpha: float = 0.05,
     confidence_level: float | None = None,
@@ -331,17 +349,96 @@ def compare_frames(
 ) -> TaskComparison:
     """Compare one task of two runs on one metric (see :func:`compare_runs`).
 
-    ``unmatched`` (``None``: by pairing, :func:`unmatched_policy`) decides what happens to
-    problems that do not match. ``run_variance``: what run-level shocks add to the variance
-    of the effect (:attr:`PairedInput.run_variance`); 0 = the problem-level test alone.
-    ``replicates`` (frames pooled over replicate runs, :func:`compare_replicate_frames`): the
-    run-level variance is then resolved from the per-run counts over the aligned problems
+    ``options`` (:class:`CompareOptions`) or the keywords ``threshold`` to ``power``: not
+    both. ``unmatched`` (``None``: by pairing, :func:`unmatched_policy`) decides what happens
+    to problems that do not match. ``run_variance``: what run-level shocks add to the
+    variance of the effect (:attr:`PairedInput.run_variance`); 0 = the problem-level test
+    alone. ``replicates`` (frames pooled over replicate runs, :func:`compare_replicate_frames`):
+    the run-level variance is then resolved from the per-run counts over the aligned problems
     and replaces ``run_variance``."""
-    metric = canonical_metric(metric)
-    policy, set_by = unmatched_policy(unmatched, pair)
+    keywords = CompareOptions(
+        threshold=threshold,
+        alpha=alpha,
+        confidence_level=confidence_level,
+        n_resamples=n_resamples,
+        rng=rng,
+        power=power,
+    )
+    settings = TaskSettings(
+        metric=canonical_metric(metric),
+        options=one_of(options, keywords, CompareOptions(), "compare_frames"),
+        unmatched=unmatched,
+        require_provenance=require_provenance,
+        top=top,
+    )
+    return compare_task(baseline, candidate, settings, run_variance, pair, replicates)
+
+
+def compare_task(
+    baseline: ProblemFrame,
+    candidate: ProblemFrame,
+    settings: TaskSettings,
+    run_variance: float = 0.0,
+    pair: TaskPair | None = None,
+    replicates: ReplicateCounts | None = None,
+) -> TaskComparison:
+    """:func:`compare_frames` with its settings in one object."""
+    metric = settings.metric
+    al = _align(baseline, candidate, settings, pair)
+    threshold = settings.options.threshold
+    options = dataclasses.replace(
+        settings.options, threshold=default_threshold(metric) if threshold is None else threshold
+    )
+    pb, pc = al.pos_baseline, al.pos_candidate
+    run_level = replicates.resolve(pb, pc) if replicates is not None else None
+    inp = _paired_input(baseline, candidate, al, metric, run_variance, run_level)
+    comp = paired_compare(inp, options=options)
+    problems, warnings = drop_accounting(
+        al, inp.baseline, inp.candidate, metric, baseline, candidate
+    )
+    unjudged, why = unjudged_bound(baseline, candidate, al, metric, comp, options)
+    if why is not None:
+        comp = dataclasses.replace(
+            comp,
+            verdict="inconclusive",
+            exit_code=verdict_exit_code("inconclusive"),
+            reason=why,
+        )
+    health = _health(baseline, candidate, pb, pc)
+    return TaskComparison(
+        task=baseline.task,
+        metric=metric,
+        comparison=comp,
+        alignment=al,
+        sides={"baseline": _side_counts(baseline, pb), "candidate": _side_counts(candidate, pc)},
+        health=health,
+        self_consistency=_self_consistency(baseline, candidate, al, inp, settings),
+        movers=problem_movers(
+            al.ids,
+            baseline.c[pb],
+            baseline.n[pb],
+            candidate.c[pc],
+            candidate.n[pc],
+            direction=+1,
+            top=settings.top,
+        ),
+        problems=problems,
+        unjudged=unjudged,
+        warnings=warnings + thought_warning(health),
+        forced_inconclusive=why is not None,
+        pair=pair if pair is not None and pair.by != "name" else None,
+        run_level=run_level,
+    )
+
+
+def _align(
+    baseline: ProblemFrame, candidate: ProblemFrame, settings: TaskSettings, pair: TaskPair | None
+) -> Alignment:
+    """The problems of the two sides matched (:func:`align_frames`), with the pairing's note."""
+    policy, set_by = unmatched_policy(settings.unmatched, pair)
     try:
         al = align_frames(
-            baseline, candidate, unmatched=policy, require_provenance=require_provenance
+            baseline, candidate, unmatched=policy, require_provenance=settings.require_provenance
         )
     except UsageError as exc:
         if pair is None or pair.note is None:
@@ -350,10 +447,20 @@ def compare_frames(
     al.unmatched_set_by = set_by
     if pair is not None and pair.note:
         al.notes.insert(0, pair.left_out_note(al.excluded) or pair.note)
-    tau = default_threshold(metric) if threshold is None else threshold
-    direction = metric_direction(metric)
+    return al
+
+
+def _paired_input(
+    baseline: ProblemFrame,
+    candidate: ProblemFrame,
+    al: Alignment,
+    metric: str,
+    run_variance: float,
+    run_level: RunLevel | None,
+) -> PairedInput:
+    """The aligned per-problem values of ``metric`` (with the counts of a binomial pass@1,
+    the clusters and the run-level variance: replicate runs' where there are any)."""
     pb, pc = al.pos_baseline, al.pos_candidate
-    run_level = replicates.resolve(pb, pc) if replicates is not None else None
     if run_level is not None:
         run_variance = run_level.run_variance
     if metric in COMMON_K_METRICS:
@@ -364,10 +471,10 @@ def compare_frames(
         vc = _metric_values(candidate, pc, metric)
     clusters = [baseline.clusters[i] for i in pb.tolist()]
     binomial = metric == "pass@1" and baseline.settings.get("score_key", "correct") == "correct"
-    inp = PairedInput(
+    return PairedInput(
         baseline=vb,
         candidate=vc,
-        direction=direction,
+        direction=metric_direction(metric),
         c_baseline=baseline.c[pb] if binomial else None,
         n_baseline=baseline.n[pb] if binomial else None,
         c_candidate=candidate.c[pc] if binomial else None,
@@ -377,23 +484,12 @@ def compare_frames(
         run_variance=run_variance,
         run_variance_se=run_level.run_variance_se if run_level is not None else 0.0,
     )
-    stats: dict[str, Any] = {
-        "alpha": alpha,
-        "confidence_level": confidence_level,
-        "n_resamples": n_resamples,
-        "rng": rng,
-        "power": power,
-    }
-    comp = paired_compare(inp, threshold=tau, **stats)
-    problems, warnings = drop_accounting(al, vb, vc, metric, baseline, candidate)
-    unjudged, why = unjudged_bound(baseline, candidate, al, metric, comp, stats)
-    if why is not None:
-        comp = dataclasses.replace(
-            comp,
-            verdict="inconclusive",
-            exit_code=verdict_exit_code("inconclusive"),
-            reason=why,
-        )
+
+
+def _health(
+    baseline: ProblemFrame, candidate: ProblemFrame, pb: np.ndarray, pc: np.ndarray
+) -> dict[str, dict[str, Any]]:
+    """Pooled health rates of both sides over the matched problems, with their deltas."""
     health = {}
     for name in HEALTH_METRICS:
         if name not in baseline.health or name not in candidate.health:
@@ -409,43 +505,30 @@ def compare_frames(
             "direction": "lower is better",
             "definition": HEALTH_METRICS[name],
         }
-    sc = None
-    if metric != "self_consistency" and baseline.votes is not None and candidate.votes is not None:
-        sc_b, sc_c, _ = common_k_values(baseline, candidate, pb, pc, "self_consistency")
-        sc_comp = paired_compare(
-            PairedInput(sc_b, sc_c, value_range=(0.0, 1.0), clusters=inp.clusters),
-            threshold=0.02,
-            **stats,
-        )
-        sc = {k: sc_comp.to_dict()[k] for k in ("verdict", "effect", "ci_low", "ci_high", "pvalue")}
-        sc["note"] = (
-            "not gating; a drop in self-consistency at equal accuracy is an early sign of a degraded model"
-        )
-    movers = problem_movers(
-        al.ids,
-        baseline.c[pb],
-        baseline.n[pb],
-        candidate.c[pc],
-        candidate.n[pc],
-        direction=+1,
-        top=top,
+    return health
+
+
+def _self_consistency(
+    baseline: ProblemFrame,
+    candidate: ProblemFrame,
+    al: Alignment,
+    inp: PairedInput,
+    settings: TaskSettings,
+) -> dict[str, Any] | None:
+    """The self-consistency comparison (not gating) when both sides stored votes."""
+    if settings.metric == "self_consistency" or baseline.votes is None or candidate.votes is None:
+        return None
+    pb, pc = al.pos_baseline, al.pos_candidate
+    sc_b, sc_c, _ = common_k_values(baseline, candidate, pb, pc, "self_consistency")
+    sc_comp = paired_compare(
+        PairedInput(sc_b, sc_c, value_range=(0.0, 1.0), clusters=inp.clusters),
+        options=dataclasses.replace(settings.options, threshold=0.02),
     )
-    return TaskComparison(
-        task=baseline.task,
-        metric=metric,
-        comparison=comp,
-        alignment=al,
-        sides={"baseline": _side_counts(baseline, pb), "candidate": _side_counts(candidate, pc)},
-        health=health,
-        self_consistency=sc,
-        movers=movers,
-        problems=problems,
-        unjudged=unjudged,
-        warnings=warnings + thought_warning(health),
-        forced_inconclusive=why is not None,
-        pair=pair if pair is not None and pair.by != "name" else None,
-        run_level=run_level,
+    sc = {k: sc_comp.to_dict()[k] for k in ("verdict", "effect", "ci_low", "ci_high", "pvalue")}
+    sc["note"] = (
+        "not gating; a drop in self-consistency at equal accuracy is an early sign of a degraded model"
     )
+    return sc
 
 
 def compare_replicate_frames(
@@ -453,19 +536,45 @@ def compare_replicate_frames(
     candidate: Sequence[ProblemFrame],
     *,
     file_variance: float | None = None,
-    **options: Any,
+    pair: TaskPair | None = None,
+    metric: str = "pass@1",
+    options: CompareOptions | None = None,
+    unmatched: Literal["error", "exclude"] | None = None,
+    require_provenance: bool = False,
+    top: int = 10,
+    **keywords: Any,
 ) -> TaskComparison:
     """Compare one task of several runs per side (the first run of each side first).
 
     Each side's correct and scored rollouts are pooled over its runs (:func:`pool_task`),
-    the pooled frames are compared as by :func:`compare_frames` (``options``), and the
-    interval and p-value include ``v_baseline / k_baseline + v_candidate / k_candidate``
-    (:meth:`ReplicateCounts.resolve`; ``file_variance``: a run-noise file's ``v`` for a
-    side of one run). pass@1 only."""
-    refuse_metric(canonical_metric(options.get("metric", "pass@1")), [*baseline, *candidate])
+    the pooled frames are compared as by :func:`compare_frames` (``options``, or the keywords
+    of :class:`CompareOptions`), and the interval and p-value include
+    ``v_baseline / k_baseline + v_candidate / k_candidate`` (:meth:`ReplicateCounts.resolve`;
+    ``file_variance``: a run-noise file's ``v`` for a side of one run). pass@1 only."""
+    settings = TaskSettings(
+        metric=canonical_metric(metric),
+        options=one_of(
+            options, CompareOptions(**keywords), CompareOptions(), "compare_replicate_frames"
+        ),
+        unmatched=unmatched,
+        require_provenance=require_provenance,
+        top=top,
+    )
+    return _compare_replicates(baseline, candidate, settings, file_variance, pair)
+
+
+def _compare_replicates(
+    baseline: Sequence[ProblemFrame],
+    candidate: Sequence[ProblemFrame],
+    settings: TaskSettings,
+    file_variance: float | None,
+    pair: TaskPair | None,
+) -> TaskComparison:
+    """:func:`compare_replicate_frames` with its settings in one object."""
+    refuse_metric(settings.metric, [*baseline, *candidate])
     pb, pc = pool_task(baseline), pool_task(candidate)
     counts = ReplicateCounts(pb.c, pb.n, pc.c, pc.n, file_variance)
-    tc = compare_frames(pb.frame, pc.frame, replicates=counts, **options)
+    tc = compare_task(pb.frame, pc.frame, settings, pair=pair, replicates=counts)
     tc.sides["baseline"]["runs"], tc.sides["candidate"]["runs"] = len(baseline), len(candidate)
     return tc
 
@@ -596,6 +705,7 @@ def compare_runs(
     candidate: str | os.PathLike[str],
     *,
     metric: str = "pass@1",
+    options: CompareOptions | None = None,
     threshold: float | None = None,
     alpha: float = 0.05,
     confidence_level: float | None = None,
@@ -621,6 +731,10 @@ def compare_runs(
     under ``observe`` when nothing could be compared; an incomplete run raises ``RunError``
     (exit 4) unless ``allow_incomplete``, and then the result carries its missing counts.
 
+    The statistical settings (``threshold`` to ``power``) are keywords or one
+    :class:`CompareOptions` (``options``), not both; a ``threshold`` of None is the metric's
+    default (:func:`default_threshold`).
+
     Tasks pair by name; ``task_map`` (``{BASE: CAND}`` or ``["BASE=CAND"]``) pairs others
     explicitly, and a baseline task with no counterpart of its name pairs with the candidate
     task whose problems match its own by content hash (the result says so). The result's
@@ -645,6 +759,15 @@ def compare_runs(
     ``run_noise`` when given, else from the other side. The result's ``replicates`` and
     each task's ``run_level`` say which.
     """
+    keywords = CompareOptions(
+        threshold=threshold,
+        alpha=alpha,
+        confidence_level=confidence_level,
+        n_resamples=n_resamples,
+        rng=rng,
+        power=power,
+    )
+    opts = one_of(options, keywords, CompareOptions(), "compare_runs")
     noise = _noise_by_task(run_noise)
     metric = canonical_metric(metric)
     from ._seqruns import refuse_sequential
@@ -680,19 +803,14 @@ def compare_runs(
             f"{item['missing_rollouts']} of {item['requested_rollouts']} rollouts missing); "
             "compared under --allow-incomplete"
         )
-    options = dict(
+    settings = TaskSettings(
         metric=metric,
-        threshold=threshold,
-        alpha=alpha,
-        confidence_level=confidence_level,
-        n_resamples=n_resamples,
-        rng=rng,
-        power=power,
+        options=opts,
         unmatched=unmatched,
         require_provenance=require_provenance,
     )
     results = [
-        _compare_pair(pair, by_baseline, by_candidate, sides, noise, options) for pair in pairs
+        _compare_pair(pair, by_baseline, by_candidate, sides, noise, settings) for pair in pairs
     ]
     if sides is None:
         reasons.extend(_noise_notes(noise, [p.baseline for p in pairs]))
@@ -712,7 +830,7 @@ def compare_runs(
         )
     overall = decide_overall(
         {r.task: r.comparison for r in results},
-        alpha=alpha,
+        alpha=opts.alpha,
         forced={r.task for r in results if r.forced_inconclusive},
     )
     verdict, code = overall.verdict, overall.exit_code
@@ -761,24 +879,24 @@ def _compare_pair(
     by_candidate: Mapping[str, ProblemFrame],
     sides: tuple[SideRuns, SideRuns] | None,
     noise: Mapping[str, float] | None,
-    options: dict[str, Any],
+    settings: TaskSettings,
 ) -> TaskComparison:
     """One pair of tasks compared: pooled over replicate runs when there are any, else one
     run per side with the run-level variance of a noise file (twice ``v``: one run a side)."""
     if sides is not None:
-        return compare_replicate_frames(
+        return _compare_replicates(
             [f[pair.baseline] for f in sides[0].frames],
             [f[pair.candidate] for f in sides[1].frames],
-            file_variance=noise.get(pair.baseline) if noise is not None else None,
-            pair=pair,
-            **options,
+            settings,
+            noise.get(pair.baseline) if noise is not None else None,
+            pair,
         )
-    return compare_frames(
+    return compare_task(
         by_baseline[pair.baseline],
         by_candidate[pair.candidate],
-        pair=pair,
+        settings,
         run_variance=2.0 * noise.get(pair.baseline, 0.0) if noise is not None else 0.0,
-        **options,
+        pair=pair,
     )
 
 

@@ -246,61 +246,92 @@ class _Samples:
     ) -> tuple[PromptRecord, list[RolloutRecord], list[JudgementRecord]] | None:
         """The records of one parsed line (the generic path), or None for a line of
         another filter."""
-        metric_name: str | None
-        path = self.path
-        unmapped = self.unmapped
         if "doc_id" not in line or "resps" not in line:
             raise source_error(
-                path,
+                self.path,
                 "line has no 'doc_id' or 'resps'",
                 "this is not an lm-eval --log_samples file",
                 line=number,
             )
         fname = str(line.get("filter", "none"))
         if self.primary_filter is None:
-            self.primary_filter = fname
-            metrics = line.get("metrics") or []
-            if not metrics:
-                raise source_error(
-                    path,
-                    "sample lists no metrics",
-                    "re-run lm-eval with a metric_list",
-                    line=number,
-                )
-            self.first_metrics = line.get("metrics")
-            self.metric_name = metric_name = str(metrics[0])
-            for other in metrics[1:]:
-                unmapped.add(
-                    f"{other} (per-sample metric)",
-                    f"only the first metric, {metric_name}, decides correctness",
-                )
-            version = self.version
-            self.identity = f"lm-eval:{self.name}:{metric_name}[{fname}]@{version if version is not None else 'unversioned'}"
+            self._first_line(number, line, fname)
         if fname != self.primary_filter:
-            unmapped.add(
+            self.unmapped.add(
                 "lines of other filters", f"only filter {self.primary_filter!r} is imported"
             )
             return None
+        pid = self._doc_id(number, line["doc_id"])
+        resps = line.get("resps")
+        if not isinstance(resps, list) or not resps:
+            raise source_error(
+                self.path,
+                f"doc {pid}: 'resps' is empty",
+                "the samples file is corrupt",
+                line=number,
+            )
+        prompt_record = self._prompt_record(number, line, pid)
         metric_name = self.metric_name
-        identity = self.identity
-        did = line["doc_id"]
+        assert metric_name is not None  # set with primary_filter, on the first line
+        fv = as_float(line.get(metric_name))
+        filtered = line.get("filtered_resps") or []
+        texts, generative = self._texts(number, resps, pid)
+        n = max(1, len(texts))
+        self.max_repeats = max(self.max_repeats, n)
+        if self.regrade is not None and generative:
+            return prompt_record, *self._regraded(pid, texts, fv, filtered)
+        if n > 1:
+            self._check_take_first(number, fname, pid, n)
+            self.left_out += n - 1
+        text = texts[0] if texts else None
+        rollout = RolloutRecord(problem_id=pid, index=0, status="ok", text=text)
+        judgement = _judgement(pid, 0, fv, filtered, self.identity, self.unmapped, True)
+        if self.thinking is not None and text is not None:
+            judgement = self._thought(rollout, judgement)
+        return prompt_record, [rollout], with_clusters([judgement])
+
+    def _first_line(self, number: int, line: dict[str, Any], fname: str) -> None:
+        """The file's filter, its metric (the first of the line's metrics) and the grader
+        identity, from the first line."""
+        self.primary_filter = fname
+        metrics = line.get("metrics") or []
+        if not metrics:
+            raise source_error(
+                self.path,
+                "sample lists no metrics",
+                "re-run lm-eval with a metric_list",
+                line=number,
+            )
+        self.first_metrics = line.get("metrics")
+        self.metric_name = metric_name = str(metrics[0])
+        for other in metrics[1:]:
+            self.unmapped.add(
+                f"{other} (per-sample metric)",
+                f"only the first metric, {metric_name}, decides correctness",
+            )
+        version = self.version
+        self.identity = f"lm-eval:{self.name}:{metric_name}[{fname}]@{version if version is not None else 'unversioned'}"
+
+    def _doc_id(self, number: int, did: Any) -> str:
+        """The problem id of a doc_id, checked to be new (by the increasing-integer fast
+        check while it holds, else against every doc_id so far)."""
         pid = str(did)
         last = self.last_int
         if last is not None and type(did) is int and did > last:
             self.last_int = did  # greater than every doc_id so far: new
             self.unseen.append(pid)
-        else:
-            if self.unseen:
-                self.seen.update(self.unseen)
-                self.unseen.clear()
-            self.last_int = None  # every doc_id is checked against the set from now on
-            check_unique(self.seen, pid, path=path, what="doc_id", line=number)
-        resps = line.get("resps")
-        if not isinstance(resps, list) or not resps:
-            raise source_error(
-                path, f"doc {pid}: 'resps' is empty", "the samples file is corrupt", line=number
-            )
-        prompt = _prompt(line, path, number)
+            return pid
+        if self.unseen:
+            self.seen.update(self.unseen)
+            self.unseen.clear()
+        self.last_int = None  # every doc_id is checked against the set from now on
+        check_unique(self.seen, pid, path=self.path, what="doc_id", line=number)
+        return pid
+
+    def _prompt_record(self, number: int, line: dict[str, Any], pid: str) -> PromptRecord:
+        """The problem's prompt, reference and the line's hashes and doc; the keys the
+        importer does not map are counted."""
+        prompt = _prompt(line, self.path, number)
         target = line.get("target")
         reference = target if isinstance(target, str) else (None if target is None else str(target))
         extras: dict[str, Any] = {}
@@ -312,60 +343,59 @@ class _Samples:
         prompt_record = make_prompt(pid, prompt, reference, extras=extras)
         self.missing_prompt = self.missing_prompt or prompt_record.content_hash is None
         for key in line.keys() - _KNOWN_LINE - set(line.get("metrics") or []):
-            unmapped.add(key, "field not known to the importer")
-        assert metric_name is not None  # set with primary_filter, on the first line
-        value = line.get(metric_name)
-        fv = as_float(value)
+            self.unmapped.add(key, "field not known to the importer")
+        return prompt_record
+
+    def _texts(self, number: int, resps: list[Any], pid: str) -> tuple[list[str], bool]:
+        """``(texts, generative)``: every repeat's text of a generation task (one request
+        per document), none for a log-likelihood task."""
         generative = isinstance(resps[0], list) and all(isinstance(t, str) for t in resps[0])
-        filtered = line.get("filtered_resps") or []
         if generative and len(resps) == 1:
-            texts = list(resps[0])
-        elif generative:
+            return list(resps[0]), True
+        if generative:
             raise source_error(
-                path,
+                self.path,
                 f"doc {pid}: {len(resps)} generation requests for one document",
                 "multi-request generation tasks are not supported; import one request per document",
                 line=number,
             )
-        else:
-            texts = []  # log-likelihood task: one decision per document, no generated text
-        n = max(1, len(texts))
-        self.max_repeats = max(self.max_repeats, n)
-        if self.regrade is not None and generative:
-            return (
-                prompt_record,
+        return [], False  # log-likelihood task: one decision per document, no generated text
+
+    def _regraded(
+        self, pid: str, texts: list[str], fv: float | None, filtered: list[Any]
+    ) -> tuple[list[RolloutRecord], list[JudgementRecord]]:
+        """Every repeat a rollout, for ``--regrade`` to judge (repeat 0 keeps lm-eval's
+        score)."""
+        return (
+            [
+                RolloutRecord(problem_id=pid, index=j, status="ok", text=text)
+                for j, text in enumerate(texts)
+            ],
+            with_clusters(
                 [
-                    RolloutRecord(problem_id=pid, index=j, status="ok", text=text)
-                    for j, text in enumerate(texts)
-                ],
-                with_clusters(
-                    [
-                        _judgement(pid, j, fv, filtered, identity, unmapped, j == 0)
-                        for j in range(len(texts))
-                    ]
-                ),
-            )
-        if n > 1:
-            take_first = self.take_first_for(fname)
-            if not take_first:
-                why = (
-                    f"filter {fname!r} does not end in take_first"
-                    if take_first is False
-                    else f"the task config for filter {fname!r} is unknown (no results file beside the samples)"
-                )
-                raise source_error(
-                    path,
-                    f"doc {pid}: {n} repeats but one per-sample score, and {why}, so the score belongs to no single repeat",
-                    "pass --regrade TYPE to judge every repeat with rolleval's grader",
-                    line=number,
-                )
-            self.left_out += n - 1
-        text = texts[0] if texts else None
-        rollout = RolloutRecord(problem_id=pid, index=0, status="ok", text=text)
-        judgement = _judgement(pid, 0, fv, filtered, identity, unmapped, True)
-        if self.thinking is not None and text is not None:
-            judgement = self._thought(rollout, judgement)
-        return prompt_record, [rollout], with_clusters([judgement])
+                    _judgement(pid, j, fv, filtered, self.identity, self.unmapped, j == 0)
+                    for j in range(len(texts))
+                ]
+            ),
+        )
+
+    def _check_take_first(self, number: int, fname: str, pid: str, n: int) -> None:
+        """A document with ``n > 1`` repeats has one score: refused unless the filter keeps
+        the first repeat (``take_first``)."""
+        take_first = self.take_first_for(fname)
+        if take_first:
+            return
+        why = (
+            f"filter {fname!r} does not end in take_first"
+            if take_first is False
+            else f"the task config for filter {fname!r} is unknown (no results file beside the samples)"
+        )
+        raise source_error(
+            self.path,
+            f"doc {pid}: {n} repeats but one per-sample score, and {why}, so the score belongs to no single repeat",
+            "pass --regrade TYPE to judge every repeat with rolleval's grader",
+            line=number,
+        )
 
     def _thought(self, rollout: RolloutRecord, judgement: JudgementRecord) -> JudgementRecord:
         """lm-eval's verdict of a text under ``think_end_token`` (see :mod:`._thinking`): a
