@@ -11,7 +11,7 @@ pytestmark = pytest.mark.slow
 
 
 def _calibration():
-    path = Path(__file__).resolve().parents[1] / "bench" / "calibration.py"
+    path = Path(__file__).resolve().parents[2] / "bench" / "calibration.py"
     spec = importlib.util.spec_from_file_location("rolleval_calibration", path)
     module = importlib.util.module_from_spec(spec)
     assert spec.loader is not None

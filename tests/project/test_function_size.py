@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "rolleval"
+SRC = Path(__file__).resolve().parents[2] / "src" / "rolleval"
 
 #: Longest body a function may have (lines, docstring aside).
 LIMIT = 100

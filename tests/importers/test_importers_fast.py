@@ -6,7 +6,7 @@ worker processes that append the records to the files themselves, and with the c
 switched off (every line parsed whole and built as pydantic records). Records, content
 hashes, the import summary (every unmapped field, by reason and count), task.json and the
 reports must agree, and every line of the column-path runs validates against the record
-models. tests/test_importers_columns.py compares the two paths on generated chunks.
+models. tests/importers/test_importers_columns.py compares the two paths on generated chunks.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from rolleval._importers.lmeval import _parallel
 from rolleval._importers.lmeval import _samples as _lmeval
 from rolleval.errors import DataError
 
-DATA = Path(__file__).parent / "data" / "imports" / "lm-eval"
+DATA = Path(__file__).parents[1] / "data" / "imports" / "lm-eval"
 STREAMS = ("prompts.jsonl", "rollouts.jsonl", "judgements.jsonl")
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "rolleval"
+SRC = Path(__file__).resolve().parents[2] / "src" / "rolleval"
 
 
 def _module_name(path: Path) -> str:

@@ -114,7 +114,7 @@ def test_a_requantized_gguf_runs_end_to_end_and_resume_with_another_file_is_refu
     code, _o, err = _cli(capsys, "run", "--out", out, "--resume", "--no-progress")
     assert code == 0, err
     # served through rolleval's wrapper: the echoed prompt log-probs pass the probe that
-    # refuses llama-cpp-python's own (shifted by one token; tests/test_logprob_probe.py)
+    # refuses llama-cpp-python's own (shifted by one token; tests/client/test_logprob_probe.py)
     options = LocalServerOptions(model_path=str(requantized), server_options={"n_threads": 2})
     with LocalServer(options) as srv:
         assert srv.model_name == requantized.stem

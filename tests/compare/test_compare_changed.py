@@ -28,7 +28,7 @@ from rolleval.errors import UsageError
 from rolleval.rundir._store import atomic_write_json
 from rolleval.testing._synthetic import write_synthetic_run
 
-DATA = Path(__file__).parent / "data" / "imports"
+DATA = Path(__file__).parents[1] / "data" / "imports"
 TASK = "synthetic_math"
 ROPE = "server option rope_freq_scale: (unset) -> 0.8"
 TEMP = "sampling temperature: 0.7 -> 1"

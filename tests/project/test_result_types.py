@@ -33,7 +33,7 @@ from rolleval.compare import (
 from rolleval.records import BaselineFile
 from rolleval.testing._synthetic import write_synthetic_run
 
-TRACELENS = Path(__file__).parent / "data" / "imports" / "tracelens"
+TRACELENS = Path(__file__).parents[1] / "data" / "imports" / "tracelens"
 
 PLAN_KEYS = ["effect", "threshold", "alpha", "power", "verdict", "unit", "assumption", "tasks"]
 PLAN_TASK_KEYS = [

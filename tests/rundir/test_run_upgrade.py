@@ -20,7 +20,7 @@ from rolleval.records import SCHEMA_VERSION
 from rolleval.rundir._store import RunDir
 from rolleval.testing import OpenAIServer
 
-OLD = Path(__file__).parent / "data" / "run-schema1"
+OLD = Path(__file__).parents[1] / "data" / "run-schema1"
 
 
 def _responder(request):

@@ -5,7 +5,7 @@ with no Python code per line (a strict msgspec decoder and ``map`` calls over it
 generated lines it must give exactly the records the generic path builds line by line
 (``_samples._Samples.line``: orjson, pydantic records), take a chunk only for the reasons it
 documents, and never take a chunk holding a line that is not valid JSON (the generic path
-then reads it, and reports what is wrong). tests/test_importers_fast.py compares whole
+then reads it, and reports what is wrong). tests/importers/test_importers_fast.py compares whole
 imports on every path; here the task.json writer is checked against atomic_write_json too.
 """
 

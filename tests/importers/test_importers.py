@@ -24,7 +24,7 @@ from rolleval._importers import FORMATS, detect_format
 from rolleval.compare import compare_runs
 from rolleval.errors import DataError, UsageError
 
-DATA = Path(__file__).parent / "data" / "imports"
+DATA = Path(__file__).parents[1] / "data" / "imports"
 TRACELENS = DATA / "tracelens"
 
 

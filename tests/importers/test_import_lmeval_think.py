@@ -13,7 +13,7 @@ import pytest
 from rolleval import import_run
 from rolleval._importers.lmeval._thinking import think_end_token, thinking_pair
 
-THINK = Path(__file__).parent / "data" / "imports" / "lm-eval" / "think"
+THINK = Path(__file__).parents[1] / "data" / "imports" / "lm-eval" / "think"
 
 
 def _rows(run: Path, name: str) -> list[dict]:

@@ -5,7 +5,7 @@ once, in order, with its line number, whatever the segment and chunk sizes, long
 blank lines or a last line without a newline. A broken pool (a worker killed) hands the
 rest of the file to the reading process; a process running threads spawns its workers.
 The lm-eval records made this way are compared with the generic path in
-tests/test_importers_fast.py.
+tests/importers/test_importers_fast.py.
 """
 
 from __future__ import annotations

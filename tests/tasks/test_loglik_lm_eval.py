@@ -31,7 +31,7 @@ from pathlib import Path
 
 import pytest
 
-FIXTURE = Path(__file__).parent / "data" / "lm_eval_loglik" / "samples_arc_easy_0shot.jsonl"
+FIXTURE = Path(__file__).parents[1] / "data" / "lm_eval_loglik" / "samples_arc_easy_0shot.jsonl"
 TOL = 1e-2  # nats, on one option's summed log-prob: far above a same-build rerun (0.0),
 # far below what a broken scorer moves (a shifted endpoint: 15.6 nats median); the smallest
 # gap between a recorded problem's two best options is 0.034 > 2 * TOL

@@ -577,7 +577,7 @@ def test_inspect_reasoning_content_maps_to_the_thought(tmp_path: Path) -> None:
     from rolleval import import_run
     from rolleval._importers._io import SafeZip
 
-    (log,) = (Path(__file__).parent / "data" / "imports" / "inspect" / "seed1").glob("*.eval")
+    (log,) = (Path(__file__).parents[1] / "data" / "imports" / "inspect" / "seed1").glob("*.eval")
     with SafeZip(log) as zf:
         header = zf.json("header.json")
         names = sorted(n for n in zf.names() if n.startswith("samples/") and n.endswith(".json"))
@@ -624,7 +624,7 @@ def test_lighteval_reasonings_map_to_the_thought(tmp_path: Path) -> None:
     from rolleval import import_run
 
     source = tmp_path / "lighteval"
-    shutil.copytree(Path(__file__).parent / "data" / "imports" / "lighteval" / "seed1", source)
+    shutil.copytree(Path(__file__).parents[1] / "data" / "imports" / "lighteval" / "seed1", source)
     (details,) = source.rglob("details_*.parquet")
     table = pq.read_table(details)
     rows = table.to_pylist()
