@@ -7,20 +7,12 @@ import json
 
 import pytest
 
-from conftest import builtin_rows, run_cli
+from conftest import builtin_rows, run_cli, write_builtin_yaml
 from rolleval.testing import OpenAIServer
 
 
 def _content(request: dict) -> str:
     return request["messages"][-1]["content"]
-
-
-def _config(path, srv, tasks, n=2, limit=3):
-    path.write_text(
-        f"model: {srv.model}\nendpoints: [{srv.base_url}]\nn_rollouts: {n}\nlimit: {limit}\nseed: 3\n"
-        f"tasks: [{', '.join(tasks)}]\n"
-    )
-    return str(path)
 
 
 def _report(run) -> dict:
@@ -55,7 +47,9 @@ def test_code_tasks_run_report_show_regrade_compare(tmp_path):
         return answer
 
     with OpenAIServer(responder=responder(False)) as srv:
-        cfg = _config(tmp_path / "run.yaml", srv, ["humaneval", "mbpp"])
+        cfg = write_builtin_yaml(
+            tmp_path / "run.yaml", srv, ["humaneval", "mbpp"], n_rollouts=2, limit=3, seed=3
+        )
         res = run_cli("run", "--config", cfg, "--out", str(tmp_path / "base"), "--no-progress")
         assert res.returncode == 0, res.stderr
         srv.responder = responder(True)
@@ -127,7 +121,9 @@ def test_multi_metric_task_run_report_compare(tmp_path):
         return answer
 
     with OpenAIServer(responder=responder(False)) as srv:
-        cfg = _config(tmp_path / "run.yaml", srv, ["drop"], n=2, limit=4)
+        cfg = write_builtin_yaml(
+            tmp_path / "run.yaml", srv, ["drop"], n_rollouts=2, limit=4, seed=3
+        )
         res = run_cli("run", "--config", cfg, "--out", str(tmp_path / "base"), "--no-progress")
         assert res.returncode == 0, res.stderr
         srv.responder = responder(True)

@@ -20,8 +20,8 @@ from pathlib import Path
 import orjson
 import pytest
 
+from conftest import run_main
 from rolleval import import_run
-from rolleval._cli import main
 from rolleval.compare import compare_runs, gate_run
 from rolleval.compare._changed import SideLabel, SideRecord, human, what_changed
 from rolleval.errors import UsageError
@@ -33,12 +33,6 @@ TASK = "synthetic_math"
 ROPE = "server option rope_freq_scale: (unset) -> 0.8"
 TEMP = "sampling temperature: 0.7 -> 1"
 NOTHING = "nothing changed in the recorded settings"
-
-
-def _cli(capsys, *args):
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def _serve_as(run: Path, *, options: dict, temperature: float) -> None:
@@ -124,11 +118,11 @@ def _formats(capsys, tmp_path, command, *args):
     """The outputs of ``command`` in every format: text, json, md, github, html."""
     outs = {}
     for fmt in ("text", "json", "md", "github"):
-        code, out, err = _cli(capsys, command, *args, "--format", fmt, "--n-resamples", 500)
+        code, out, err = run_main(capsys, command, *args, "--format", fmt, "--n-resamples", 500)
         assert code in (0, 1, 3), err
         outs[fmt] = out
     html = tmp_path / f"{command}.html"
-    _cli(capsys, command, *args, "--n-resamples", 500, "--html", html)
+    run_main(capsys, command, *args, "--n-resamples", 500, "--html", html)
     outs["html"] = html.read_text()
     return outs
 
@@ -257,7 +251,7 @@ def test_server_option_model_points_to_the_local_path_form():
 def test_no_content_match_and_no_map_exits_2_naming_task_map(tmp_path, capsys):
     base = write_synthetic_run(tmp_path / "b", task="alpha", n_problems=20, n_rollouts=2, rng=3)
     other = write_synthetic_run(tmp_path / "c", task="beta", n_problems=20, n_rollouts=2, rng=4)
-    code, out, err = _cli(capsys, "compare", base.path, other.path)
+    code, out, err = run_main(capsys, "compare", base.path, other.path)
     assert code == 2 and out == ""
     assert len(err.strip().splitlines()) == 1 and "--task-map BASE=CAND" in err
     assert "alpha" in err and "beta" in err
@@ -285,9 +279,9 @@ def test_tracelens_files_without_provenance_share_a_name_and_task_map_pairs_the_
     # same eval set, no provenance: they pair by name, and align by task id (as TraceLens)
     res = compare_runs(tmp_path / "np-baseline", tmp_path / "np-regressed", threshold=0.03)
     assert res.verdict == "regression" and res.tasks[0].alignment.by == "id"
-    code, _o, err = _cli(capsys, "compare", tmp_path / "mine", tmp_path / "np-regressed")
+    code, _o, err = run_main(capsys, "compare", tmp_path / "mine", tmp_path / "np-regressed")
     assert code == 2 and "--task-map" in err
-    code, out, err = _cli(
+    code, out, err = run_main(
         capsys,
         "compare",
         tmp_path / "mine",
@@ -363,7 +357,7 @@ def test_harness_imports_of_one_benchmark_compare_without_a_flag(
     harness_runs, capsys, baseline, candidate, names, sizes, matched, left
 ):
     b, c = harness_runs[baseline], harness_runs[candidate]
-    code, out, err = _cli(capsys, "compare", b, c, "--n-resamples", 500, "--format", "json")
+    code, out, err = run_main(capsys, "compare", b, c, "--n-resamples", 500, "--format", "json")
     assert code in (0, 1, 3), err  # a verdict, whichever: no flag was needed
     (t,) = json.loads(out)["tasks"]
     assert (t["task"], t["candidate_task"]) == names
@@ -391,11 +385,11 @@ def test_harness_imports_of_one_benchmark_compare_without_a_flag(
         + f"; {' and '.join(x for x, n in zip(sides, left) if n)} left out"
     )
     assert t["pairing"]["note"] == note and t["alignment"]["notes"][0] == note
-    code, text, err = _cli(capsys, "compare", b, c, "--n-resamples", 500, "--format", "md")
+    code, text, err = run_main(capsys, "compare", b, c, "--n-resamples", 500, "--format", "md")
     assert code in (0, 1, 3), err
     assert text.count(note) == 1
     # a user who wants every problem matched still gets the refusal, naming the pair
-    code, _o, err = _cli(capsys, "compare", b, c, "--unmatched", "error")
+    code, _o, err = run_main(capsys, "compare", b, c, "--unmatched", "error")
     assert code == 2 and f"{names[0]} ~ {names[1]}" in err and "only in baseline" in err
 
 
@@ -416,7 +410,7 @@ def test_tasks_paired_by_name_still_refuse_problems_on_one_side(harness_runs, tm
         "inspect", DATA / "inspect" / "seed1", named,
         regrade="short_answer", task_name=["copycolors_local"],
     )  # fmt: skip
-    code, out, err = _cli(capsys, "compare", harness_runs["lm-eval"], named)
+    code, out, err = run_main(capsys, "compare", harness_runs["lm-eval"], named)
     assert code == 2 and out == ""
     assert "60 only in baseline" in err and "--unmatched exclude" in err
     res = compare_runs(harness_runs["lm-eval"], named, unmatched="exclude", n_resamples=500)
@@ -430,20 +424,20 @@ def test_harness_graders_are_never_mixed_and_the_refusal_names_the_regrade(harne
     too: exit 2, naming the re-import with --regrade for each side that kept its source's
     verdicts (both here; one when the other side is graded by rolleval)."""
     runs = harness_runs
-    code, out, err = _cli(capsys, "compare", runs["lm-eval-source"], runs["inspect-source"])
+    code, out, err = run_main(capsys, "compare", runs["lm-eval-source"], runs["inspect-source"])
     assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
     assert "graders too" in err
     for fmt in ("lm-eval", "inspect"):
         assert f"`rolleval import {fmt} {DATA / fmt / 'seed1'} --out NEW --regrade TYPE`" in err
     assert "TYPE: math, mcq, short_answer" in err
-    code, _o, err = _cli(capsys, "compare", runs["lm-eval"], runs["inspect-source"])
+    code, _o, err = run_main(capsys, "compare", runs["lm-eval"], runs["inspect-source"])
     assert code == 2 and "rolleval import lm-eval" not in err
     assert (
         f"`rolleval import inspect {DATA / 'inspect' / 'seed1'} --out NEW --regrade short_answer`"
         in err
     )
     # --unmatched exclude does not override a grader difference
-    code, _o, err = _cli(
+    code, _o, err = run_main(
         capsys, "compare", runs["lm-eval"], runs["inspect-source"], "--unmatched", "exclude"
     )
     assert code == 2 and "--regrade short_answer" in err
@@ -453,7 +447,7 @@ def test_regrade_of_an_import_with_source_verdicts_names_the_reimport(tmp_path, 
     run = tmp_path / "lm-eval-source"
     import_run("lm-eval", DATA / "lm-eval" / "seed1", run)
     before = (run / "tasks" / "copycolors_local" / "judgements.jsonl").read_bytes()
-    code, _o, err = _cli(capsys, "regrade", run)
+    code, _o, err = run_main(capsys, "regrade", run)
     assert code == 2 and "no grader spec" in err
     assert f"`rolleval import lm-eval {DATA / 'lm-eval' / 'seed1'} --out NEW --regrade TYPE`" in err
     assert (run / "tasks" / "copycolors_local" / "judgements.jsonl").read_bytes() == before
@@ -461,7 +455,7 @@ def test_regrade_of_an_import_with_source_verdicts_names_the_reimport(tmp_path, 
 
 def test_import_task_name_renames_the_task(harness_runs, tmp_path, capsys):
     out = tmp_path / "lighteval-named"
-    code, _printed, err = _cli(
+    code, _printed, err = run_main(
         capsys, "import", "lighteval", DATA / "lighteval" / "seed1", "--out", out,
         "--task-name", "copycolors", "--regrade", "short_answer",
     )  # fmt: skip
@@ -469,7 +463,7 @@ def test_import_task_name_renames_the_task(harness_runs, tmp_path, capsys):
     assert [p.name for p in (out / "tasks").iterdir()] == ["copycolors"]
     res = compare_runs(harness_runs["inspect"], out, unmatched="exclude", n_resamples=500)
     assert res.tasks[0].pair is None  # paired by name now
-    code, _o, err = _cli(
+    code, _o, err = run_main(
         capsys, "import", "lighteval", DATA / "lighteval" / "seed1", "--out", tmp_path / "x",
         "--task-name", "nope=other",
     )  # fmt: skip

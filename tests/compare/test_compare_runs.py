@@ -7,8 +7,7 @@ import json
 import orjson
 import pytest
 
-from conftest import run_cli as _cli
-from conftest import synthetic_pair
+from conftest import run_cli, synthetic_pair
 from rolleval._cli import main
 from rolleval.compare import compare_runs, gate_run, plan_runs, save_baseline
 from rolleval.errors import UsageError
@@ -33,7 +32,7 @@ def test_clear_drop_is_a_regression_with_exit_1(tmp_path):
     assert res.exit_code == 1 and res.verdict == "regression"
     # same numbers from the CLI, with the JSON written
     out = tmp_path / "cmp.json"
-    proc = _cli("compare", str(b), str(c), "--output", str(out))
+    proc = run_cli("compare", str(b), str(c), "--output", str(out))
     assert proc.returncode == 1, proc.stderr
     assert "REGRESSION" in proc.stdout
     data = json.loads(out.read_text())
@@ -41,7 +40,7 @@ def test_clear_drop_is_a_regression_with_exit_1(tmp_path):
     assert data["tasks"][0]["alignment"]["by"] == "content_hash"
     assert data["exit_code"] == 1
     # --observe reports but exits 0
-    assert _cli("compare", str(b), str(c), "--observe").returncode == 0
+    assert run_cli("compare", str(b), str(c), "--observe").returncode == 0
 
 
 def test_effect_is_the_mean_paired_difference_of_per_problem_pass1(tmp_path):
@@ -88,7 +87,7 @@ def test_changed_problem_content_is_refused_or_excluded(tmp_path):
     rows[4]["reference"] = "-1"
     rows[4]["content_hash"] = "f" * 64
     tf.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in rows))
-    proc = _cli("compare", str(b), str(c))
+    proc = run_cli("compare", str(b), str(c))
     assert proc.returncode == 2
     assert (
         "1 changed content (e.g. synthetic_math/000004)" in proc.stderr
@@ -107,7 +106,7 @@ def test_different_grader_is_refused(tmp_path):
     settings = json.loads(tj.read_text())
     settings["grader_identity"] = "math@2+other"
     tj.write_text(json.dumps(settings))
-    proc = _cli("compare", str(b), str(c))
+    proc = run_cli("compare", str(b), str(c))
     assert (
         proc.returncode == 2
         and "not comparable" in proc.stderr
@@ -139,7 +138,7 @@ def test_baseline_file_gives_the_same_comparison_as_the_run(tmp_path):
         assert from_run[key] == from_file[key]
     bad = tmp_path / "bad.json"
     bad.write_text('{"format": "something"}')
-    proc = _cli("compare", str(bad), str(c))
+    proc = run_cli("compare", str(bad), str(c))
     assert proc.returncode == 2 and "not a rolleval baseline file" in proc.stderr
 
 
@@ -166,10 +165,10 @@ def test_gate_default_policy_and_health_limits(tmp_path):
     )
     policy = tmp_path / "policy.yaml"
     policy.write_text("metrics:\n  pass@1: {threshold: 0.02}\n  maj@n: {threshold: 0.05}\n")
-    proc = _cli("gate", str(c), "--baseline", str(b), "--policy", str(policy))
+    proc = run_cli("gate", str(c), "--baseline", str(b), "--policy", str(policy))
     assert proc.returncode == 1 and "| synthetic_math |" in proc.stdout
     policy.write_text("metrics:\n  pass@1: {thresh: 0.02}\n")
-    proc = _cli("gate", str(c), "--baseline", str(b), "--policy", str(policy))
+    proc = run_cli("gate", str(c), "--baseline", str(b), "--policy", str(policy))
     assert proc.returncode == 2 and "metrics.pass@1" in proc.stderr
 
 
@@ -180,7 +179,7 @@ def test_plan_reports_sizes(tmp_path):
     assert one.required_problems >= 1 and 0 < one.mde_current < 1
     two = plan_runs(b, c, effect=0.05).tasks["synthetic_math"]
     assert two.status == "ok"
-    proc = _cli("plan", str(b), "--effect", "0.05")
+    proc = run_cli("plan", str(b), "--effect", "0.05")
     assert proc.returncode == 0 and "problems needed" in proc.stdout
 
 
@@ -194,7 +193,7 @@ def test_save_baseline_api_refuses_overwrite(tmp_path):
 def test_html_pages_carry_the_verdict_and_numbers(tmp_path):
     b, c = synthetic_pair(tmp_path, shift=-0.15, n_problems=60)
     page = tmp_path / "out" / "compare.html"
-    proc = _cli(
+    proc = run_cli(
         "compare", str(b), str(c), "--html", str(page), "--output", str(tmp_path / "c.json")
     )
     assert proc.returncode == 1 and f"HTML report: {page}" in proc.stdout
@@ -202,7 +201,7 @@ def test_html_pages_carry_the_verdict_and_numbers(tmp_path):
     data = json.loads((tmp_path / "c.json").read_text())
     assert 'class="banner bad"' in html and f"{data['tasks'][0]['effect']:+.4f}" in html
     rep = tmp_path / "report.html"
-    proc = _cli("report", str(b), "--html", str(rep))
+    proc = run_cli("report", str(b), "--html", str(rep))
     assert proc.returncode == 0
     text = rep.read_text()
     report = json.loads((b / "report.json").read_text())

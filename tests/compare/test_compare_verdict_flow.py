@@ -15,7 +15,7 @@ import numpy as np
 import orjson
 import pytest
 
-from conftest import synthetic_pair
+from conftest import run_main, synthetic_pair
 from rolleval._cli import main
 from rolleval.compare import compare_runs
 from rolleval.compare._runs import decide_overall
@@ -72,12 +72,6 @@ def _to_timeouts(run_path, share, seed, *, only_wrong=True, status="timeout"):
     return n
 
 
-def _cli(capsys, *args):
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
-
-
 def _two_task_run(path, *, seed, outcome_seed, n_a=200, n_b=200, n_rollouts=8):
     """A run directory with tasks `a` and `b`, each written by the synthetic writer."""
     run = write_synthetic_run(
@@ -117,7 +111,7 @@ def test_timeouts_of_wrong_answers_count_as_failures_not_an_improvement(tmp_path
         tmp_path / "cand2", n_problems=300, n_rollouts=8, rng=1, outcome_rng=10
     ).path  # the very same outcomes as the baseline
     assert _to_timeouts(c, 0.3, seed=5) > 100
-    _code, out, _err = _cli(capsys, "compare", b, c, "--format", "json", "--n-resamples", 2000)
+    _code, out, _err = run_main(capsys, "compare", b, c, "--format", "json", "--n-resamples", 2000)
     data = json.loads(out)
     t = data["tasks"][0]
     assert t["verdict"] != "improvement"
@@ -145,7 +139,7 @@ def test_timeout_policy_excluded_restores_the_old_estimand_and_cannot_be_mixed(t
     ).path
     _to_timeouts(c, 0.3, seed=5)
     _edit_settings(c, timeout_policy="excluded")
-    code, _out, err = _cli(capsys, "compare", b, c)
+    code, _out, err = run_main(capsys, "compare", b, c)
     assert code == 2 and "timeout_policy" in err and len(err.strip().splitlines()) == 1
     _edit_settings(b, timeout_policy="excluded")
     res = compare_runs(b, c, n_resamples=2000).tasks[0]
@@ -165,7 +159,7 @@ def test_selective_infra_errors_cannot_make_an_improvement(tmp_path, capsys):
         tmp_path / "c", n_problems=300, n_rollouts=8, rng=1, outcome_rng=10
     ).path
     _to_timeouts(c, 0.3, seed=5, status="infra_error")
-    code, out, _ = _cli(capsys, "compare", b, c, "--format", "json", "--n-resamples", 2000)
+    code, out, _ = run_main(capsys, "compare", b, c, "--format", "json", "--n-resamples", 2000)
     t = json.loads(out)["tasks"][0]
     assert t["effect"] > 0.05  # the selection: gradable rollouts of the candidate look better
     assert code == 3 and t["verdict"] == "inconclusive"
@@ -179,7 +173,7 @@ def test_selective_infra_errors_cannot_make_an_improvement(tmp_path, capsys):
 def test_a_clear_regression_survives_the_worst_case_bound(tmp_path, capsys):
     b, c = synthetic_pair(tmp_path, n_problems=200, shift=-0.3)
     _to_timeouts(c, 0.1, seed=3, only_wrong=False, status="infra_error")
-    code, out, _ = _cli(capsys, "compare", b, c, "--format", "json", "--n-resamples", 2000)
+    code, out, _ = run_main(capsys, "compare", b, c, "--format", "json", "--n-resamples", 2000)
     t = json.loads(out)["tasks"][0]
     assert t["unjudged"]["bound_checked"]
     assert t["unjudged"]["worst_case"]["verdict"] == "regression"
@@ -210,13 +204,13 @@ def test_duplicate_content_is_matched_as_a_multiset_and_listed(tmp_path, capsys)
     ).path
     for run in (b, c):
         _make_duplicates(run, 0, 20)
-    code, out, _ = _cli(capsys, "compare", b, c, "--format", "json", "--n-resamples", 2000)
+    code, out, _ = run_main(capsys, "compare", b, c, "--format", "json", "--n-resamples", 2000)
     t = json.loads(out)["tasks"][0]
     assert t["alignment"]["matched"] == 40 and t["problems"]["compared"] == 40
     assert t["alignment"]["duplicates"]["baseline"]["count"] == 20
     assert t["effect"] < -0.4
     assert code == 1 and t["verdict"] == "regression"
-    code, text, _ = _cli(capsys, "compare", b, c, "--n-resamples", 2000)
+    code, text, _ = run_main(capsys, "compare", b, c, "--n-resamples", 2000)
     assert "20 baseline problems share their content" in text
 
 
@@ -239,11 +233,11 @@ def test_requested_policy_compares_and_gates(tmp_path, capsys):
     b, c = synthetic_pair(tmp_path, n_problems=100, p_infra_error=0.05)
     for run in (b, c):
         _edit_settings(run, denominator_policy="requested")
-    code, out, err = _cli(capsys, "compare", b, c, "--format", "json", "--n-resamples", 1000)
+    code, out, err = run_main(capsys, "compare", b, c, "--format", "json", "--n-resamples", 1000)
     assert code in (0, 1, 3), err
     t = json.loads(out)["tasks"][0]
     assert t["sides"]["baseline"]["denominator_policy"] == "requested"
-    code, out, err = _cli(
+    code, out, err = run_main(
         capsys,
         "gate",
         c,
@@ -260,11 +254,11 @@ def test_requested_policy_compares_and_gates(tmp_path, capsys):
 def test_mixing_denominator_policies_is_refused_in_one_line(tmp_path, capsys):
     b, c = synthetic_pair(tmp_path, n_problems=30, p_infra_error=0.05)
     _edit_settings(c, denominator_policy="requested")
-    code, _out, err = _cli(capsys, "compare", b, c)
+    code, _out, err = run_main(capsys, "compare", b, c)
     assert code == 2
     assert "denominator_policy: 'judged' vs 'requested'" in err and "a run of each" in err
     assert len(err.strip().splitlines()) == 1
-    code, _out, err = _cli(capsys, "gate", c, "--baseline", b)
+    code, _out, err = run_main(capsys, "gate", c, "--baseline", b)
     assert code == 2 and "denominator_policy" in err
 
 
@@ -277,18 +271,20 @@ def test_a_baseline_task_missing_from_the_candidate_is_not_evaluated(tmp_path, c
         tmp_path / "cand", task="a", n_problems=200, n_rollouts=8, rng=1, outcome_rng=11
     ).path
     args = ("--threshold", 0.06, "--n-resamples", 2000)
-    code, out, _ = _cli(capsys, "compare", base, cand, *args)
+    code, out, _ = run_main(capsys, "compare", base, cand, *args)
     assert code == 3 and "task b: skipped (only in the baseline: not evaluated)" in out
-    code, out, _ = _cli(capsys, "compare", base, cand, "--task", "a", *args)
+    code, out, _ = run_main(capsys, "compare", base, cand, "--task", "a", *args)
     assert code == 0 and "EQUIVALENT" in out
     policy = tmp_path / "p.yaml"
     policy.write_text("metrics:\n  pass@1: {threshold: 0.06}\n")
-    code, out, _ = _cli(capsys, "gate", cand, "--baseline", base, "--policy", policy)
+    code, out, _ = run_main(capsys, "gate", cand, "--baseline", base, "--policy", policy)
     assert code == 3 and "| b | task present in the run | missing | not evaluated |" in out
-    code, out, _ = _cli(capsys, "gate", cand, "--baseline", base, "--policy", policy, "--task", "a")
+    code, out, _ = run_main(
+        capsys, "gate", cand, "--baseline", base, "--policy", policy, "--task", "a"
+    )
     assert code == 0
     policy.write_text("tasks: [a]\nmetrics:\n  pass@1: {threshold: 0.06}\n")
-    code, out, _ = _cli(
+    code, out, _ = run_main(
         capsys, "gate", cand, "--baseline", base, "--policy", policy, "--n-resamples", 1000
     )
     assert code == 0 and "| b |" not in out
@@ -310,7 +306,7 @@ def test_every_format_states_problems_compared_and_dropped(tmp_path, capsys):
     _write_lines(tf.judgements, rows)
     out_json = tmp_path / "c.json"
     page = tmp_path / "c.html"
-    _code, text, _ = _cli(
+    _code, text, _ = run_main(
         capsys,
         "compare",
         b,
@@ -336,7 +332,7 @@ def test_every_format_states_problems_compared_and_dropped(tmp_path, capsys):
     )
     html = page.read_text()
     assert "problems compared 40" in html and "not eligible on candidate" in html
-    _code, md, _ = _cli(
+    _code, md, _ = run_main(
         capsys,
         "gate",
         c,
@@ -373,11 +369,11 @@ def test_an_incomplete_run_is_refused_a_verdict_with_exit_4(tmp_path, capsys):
     b, c = synthetic_pair(tmp_path, n_problems=40, n_rollouts=4)
     _interrupt(c, keep=100)  # 60 of 160 judgements missing
     (c / "report.json").unlink(missing_ok=True)
-    code, _out, err = _cli(capsys, "compare", b, c)
+    code, _out, err = run_main(capsys, "compare", b, c)
     assert code == 4 and "run incomplete: resume it" in err and "60 of 160" in err
-    code, _out, err = _cli(capsys, "gate", c, "--baseline", b)
+    code, _out, err = run_main(capsys, "gate", c, "--baseline", b)
     assert code == 4 and "run incomplete: resume it" in err
-    code, out, _ = _cli(
+    code, out, _ = run_main(
         capsys, "compare", b, c, "--allow-incomplete", "--format", "json", "--n-resamples", 1000
     )
     data = json.loads(out)
@@ -387,7 +383,7 @@ def test_an_incomplete_run_is_refused_a_verdict_with_exit_4(tmp_path, capsys):
     # missing rollouts are unjudged: 60 of 160 on one side, so the worst case decides nothing
     assert data["tasks"][0]["unjudged"]["candidate_share"] == 60 / 160
     assert code == 3 and data["verdict"] == "inconclusive"
-    code, text, _ = _cli(capsys, "compare", b, c, "--allow-incomplete", "--n-resamples", 1000)
+    code, text, _ = run_main(capsys, "compare", b, c, "--allow-incomplete", "--n-resamples", 1000)
     assert "problems compared 25 of 40" in text and "60 rollouts missing" in text
 
 
@@ -396,7 +392,7 @@ def test_default_gate_infra_error_limit_is_a_failed_run_not_a_regression(tmp_pat
     noisy = write_synthetic_run(
         tmp_path / "noisy", n_problems=150, n_rollouts=8, rng=1, outcome_rng=10, p_infra_error=0.1
     )
-    code, out, _ = _cli(capsys, "gate", noisy.path, "--baseline", b.path, "--n-resamples", 1000)
+    code, out, _ = run_main(capsys, "gate", noisy.path, "--baseline", b.path, "--n-resamples", 1000)
     assert code == 4 and "RUN FAILED" in out and "| infra_error_rate <= 0.02 |" in out
     assert "run failed" in out
 
@@ -409,18 +405,18 @@ def test_plan_names_a_missing_or_unknown_task_with_exit_2(tmp_path, capsys):
     cand = write_synthetic_run(
         tmp_path / "cand", task="a", n_problems=80, n_rollouts=4, rng=1, outcome_rng=11
     ).path
-    code, _o, err = _cli(capsys, "plan", base, "--candidate", cand, "--task", "b")
+    code, _o, err = run_main(capsys, "plan", base, "--candidate", cand, "--task", "b")
     assert code == 2 and "task 'b' is not in the candidate" in err and "it has: a" in err
-    code, _o, err = _cli(capsys, "plan", base, "--task", "nope")
+    code, _o, err = run_main(capsys, "plan", base, "--task", "nope")
     assert code == 2 and "task 'nope' is not in the pilot" in err
 
 
 def test_grader_identity_on_one_side_only_is_a_note_or_refused(tmp_path, capsys):
     b, c = synthetic_pair(tmp_path, n_problems=40, n_rollouts=4)
     _edit_settings(c, grader_identity=None)
-    code, out, _ = _cli(capsys, "compare", b, c, "--n-resamples", 500)
+    code, out, _ = run_main(capsys, "compare", b, c, "--n-resamples", 500)
     assert code in (0, 3) and "grader identity unknown on the candidate" in out
-    code, _o, err = _cli(capsys, "compare", b, c, "--require-provenance")
+    code, _o, err = run_main(capsys, "compare", b, c, "--require-provenance")
     assert code == 2 and "grader_identity is unknown on the candidate" in err
 
 
@@ -429,9 +425,9 @@ def test_observe_exits_2_when_nothing_could_be_compared(tmp_path, capsys):
     c = write_synthetic_run(
         tmp_path / "c", n_problems=20, n_rollouts=4, rng=1, p_infra_error=1.0
     ).path
-    code, _o, err = _cli(capsys, "compare", b, c, "--observe")
+    code, _o, err = run_main(capsys, "compare", b, c, "--observe")
     assert code == 2 and "nothing could be compared" in err
-    code, _o, _e = _cli(capsys, "compare", b, c)
+    code, _o, _e = run_main(capsys, "compare", b, c)
     assert code == 3  # without --observe: not enough evidence
 
 
@@ -463,7 +459,7 @@ def _holm_pair(tmp_path):
 
 def test_holm_does_not_turn_an_improvement_that_excludes_any_drop_inconclusive(tmp_path, capsys):
     base, cand = _holm_pair(tmp_path)
-    code, out, _ = _cli(
+    code, out, _ = run_main(
         capsys,
         "compare",
         base,
@@ -524,7 +520,7 @@ def test_report_compare_and_gate_print_the_same_health_numbers(tmp_path, capsys)
     assert main(["report", str(run), "--format", "json"]) == 0
     capsys.readouterr()
     rep = json.loads((run / "report.json").read_text())["tasks"][TASK]["health"]
-    code, out, _ = _cli(capsys, "compare", run, other, "--format", "json", "--n-resamples", 500)
+    code, out, _ = run_main(capsys, "compare", run, other, "--format", "json", "--n-resamples", 500)
     panel = json.loads(out)["tasks"][0]["health"]
     pairs = {
         "unextracted_rate": rep["n_unextracted"]["rate"],
@@ -547,7 +543,7 @@ def test_report_compare_and_gate_print_the_same_health_numbers(tmp_path, capsys)
     # the gate's absolute limit reads the same number
     policy = tmp_path / "p.yaml"
     policy.write_text("health:\n  unextracted_rate: {max: 0.5}\n  timeout_rate: {max: 0.5}\n")
-    code, md, _ = _cli(capsys, "gate", run, "--baseline", other, "--policy", policy)
+    code, md, _ = run_main(capsys, "gate", run, "--baseline", other, "--policy", policy)
     assert code == 0
     assert f"| unextracted_rate <= 0.5 | {rep['n_unextracted']['rate']:.4f} | ok |" in md
     assert f"| timeout_rate <= 0.5 | {rep['timeouts']['rate']:.4f} | ok |" in md
@@ -569,7 +565,7 @@ def test_compare_metric_accepts_exactly_what_reports_print(tmp_path, capsys):
         "self_consistency"
     )
     assert compare_runs(run, run, metric="PASS@2", n_resamples=200).metric == "pass@2"
-    code, _o, err = _cli(capsys, "compare", run, run, "--metric", "pass@x")
+    code, _o, err = run_main(capsys, "compare", run, run, "--metric", "pass@x")
     assert code == 2 and "valid forms" in err
 
 

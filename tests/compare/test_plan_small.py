@@ -9,8 +9,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from conftest import run_cli as _cli
-from conftest import synthetic_pair
+from conftest import run_cli, synthetic_pair
 from rolleval.compare import plan_runs
 from rolleval.compare._smallplan import (
     SMALL_T,
@@ -97,7 +96,7 @@ def test_plan_grows_a_small_normal_size_to_the_simulated_rule(tmp_path):
 
 def test_plan_cli_prints_the_simulated_power(tmp_path):
     b, c = synthetic_pair(tmp_path, shift=-0.15, n_problems=200)
-    proc = _cli(
+    proc = run_cli(
         "plan", str(b), "--candidate", str(c), "--effect", "0.15", "--sims", "200",
         "--n-resamples", "2000",
     )  # fmt: skip

@@ -5,23 +5,14 @@ refuses the comparison."""
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 
 import pytest
 
+from conftest import run_cli
 from rolleval.errors import UsageError
 from rolleval.grading import JudgeGrader, make_grader, parse_judge_verdict
 from rolleval.testing import Fault, OpenAIServer
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    return subprocess.run(
-        [sys.executable, "-m", "rolleval", *args], capture_output=True, text=True, env=env
-    )
 
 
 def test_parse_judge_verdict():
@@ -89,18 +80,18 @@ def test_judged_run_records_reply_spend_and_failures(tmp_path):
         OpenAIServer(responder=_judge, model="judge-m") as judge,
     ):
         cfg = _setup(tmp_path, cand, judge)
-        res = _cli("run", "--config", cfg, "--out", str(tmp_path / "a"), "--no-progress")
+        res = run_cli("run", "--config", cfg, "--out", str(tmp_path / "a"), "--no-progress")
         assert res.returncode == 0, res.stderr
         # the judge fails: HTTP 400 for every call (not retried), or replies without a verdict
         judge.faults = lambda request: Fault.http_status(400)
-        res = _cli("run", "--config", cfg, "--out", str(tmp_path / "b"), "--no-progress")
+        res = run_cli("run", "--config", cfg, "--out", str(tmp_path / "b"), "--no-progress")
         assert res.returncode == 0, res.stderr
         judge.faults = None
         judge.responder = lambda request: "I am not sure."
-        res = _cli("run", "--config", cfg, "--out", str(tmp_path / "c"), "--no-progress")
+        res = run_cli("run", "--config", cfg, "--out", str(tmp_path / "c"), "--no-progress")
         assert res.returncode == 0, res.stderr
         judge.responder = _judge
-        res = _cli("regrade", str(tmp_path / "a"))
+        res = run_cli("regrade", str(tmp_path / "a"))
         assert res.returncode == 0, res.stderr
         assert "sums: 8 of 8 rollouts judged, 0 verdicts changed" in res.stdout
 
@@ -123,7 +114,7 @@ def test_judged_run_records_reply_spend_and_failures(tmp_path):
         judged = _lines(tmp_path / run / "tasks" / "sums" / "judgements.jsonl")
         assert all(j.get("correct") is None and j["grader_error"] for j in judged)
         report = json.loads(
-            _cli("report", str(tmp_path / run), "--format", "json", "--no-write").stdout
+            run_cli("report", str(tmp_path / run), "--format", "json", "--no-write").stdout
         )["tasks"]["sums"]
         assert report["metrics"]["pass@1"]["value"] is None  # no wrong answers invented
     assert all(
@@ -141,7 +132,7 @@ def test_a_changed_judge_refuses_the_comparison(tmp_path):
         OpenAIServer(responder=_candidate) as cand,
         OpenAIServer(responder=_judge, model="judge-m") as judge,
     ):
-        res = _cli(
+        res = run_cli(
             "run",
             "--config",
             _setup(tmp_path, cand, judge),
@@ -156,11 +147,11 @@ def test_a_changed_judge_refuses_the_comparison(tmp_path):
             judge,
             prompt="Question: {question}\nReference answer:\n{reference}\nCandidate answer:\n{answer}\nSay VERDICT: CORRECT or INCORRECT.",
         )
-        res = _cli("run", "--config", other, "--out", str(tmp_path / "b"), "--no-progress")
+        res = run_cli("run", "--config", other, "--out", str(tmp_path / "b"), "--no-progress")
         assert res.returncode == 0, res.stderr
-    res = _cli("compare", str(tmp_path / "a"), str(tmp_path / "a"), "--format", "json")
+    res = run_cli("compare", str(tmp_path / "a"), str(tmp_path / "a"), "--format", "json")
     assert res.returncode != 2, res.stderr
-    res = _cli("compare", str(tmp_path / "a"), str(tmp_path / "b"))
+    res = run_cli("compare", str(tmp_path / "a"), str(tmp_path / "b"))
     assert res.returncode == 2 and "grader" in res.stderr and "Traceback" not in res.stderr
 
 

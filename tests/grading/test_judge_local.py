@@ -54,7 +54,9 @@ def candidate():
         yield server
 
 
-def _config(folder: Path, candidate: OpenAIServer, judge_url: str, prompt: str | None) -> Path:
+def _judge_config(
+    folder: Path, candidate: OpenAIServer, judge_url: str, prompt: str | None
+) -> Path:
     rows = [
         {"id": f"q{i}", "question": f"What is {i} plus {i}?", "answer": str(2 * i)}
         for i in range(N_PROBLEMS)
@@ -89,7 +91,7 @@ def _config(folder: Path, candidate: OpenAIServer, judge_url: str, prompt: str |
 
 def _run(folder: Path, candidate: OpenAIServer, judge_url: str, prompt: str | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
-    cfg = _config(folder, candidate, judge_url, prompt)
+    cfg = _judge_config(folder, candidate, judge_url, prompt)
     res = run_cli("run", "--config", str(cfg), "--out", str(folder / "run"), "--no-progress")
     assert res.returncode == 0, res.stderr
     return folder / "run"

@@ -18,6 +18,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from conftest import run_main
 from rolleval import import_run, report_run
 from rolleval._cli import main
 from rolleval._importers import FORMATS, detect_format
@@ -168,15 +169,11 @@ def test_tracelens_statuses_map_to_harness_failures(tmp_path):
 # --- bad input: one line, exit 2, nothing left behind ----------------------------------------
 
 
-def _cli(capsys, *args: str) -> tuple[int, str]:
-    code = main(["import", *args])
-    err = capsys.readouterr().err
-    return code, err
-
-
 def test_wrong_format_names_the_format_source_looks_like(tmp_path, capsys):
     out = tmp_path / "out"
-    code, err = _cli(capsys, "lm-eval", str(TRACELENS / "baseline.trials.json"), "--out", str(out))
+    code, _, err = run_main(
+        capsys, "import", "lm-eval", str(TRACELENS / "baseline.trials.json"), "--out", str(out)
+    )
     assert code == 2
     assert "looks like tracelens output, not lm-eval" in err
     assert "rolleval import tracelens" in err
@@ -193,7 +190,7 @@ def test_truncated_trials_file_is_one_line_exit_2_and_no_run(tmp_path, capsys):
     bad.write_bytes(data[: len(data) // 2])
     parent = tmp_path / "runs"
     parent.mkdir()
-    code, err = _cli(capsys, "tracelens", str(bad), "--out", str(parent / "r"))
+    code, _, err = run_main(capsys, "import", "tracelens", str(bad), "--out", str(parent / "r"))
     assert code == 2
     assert str(bad) in err and "truncated" in err
     assert err.count("\n") == 1
@@ -207,7 +204,7 @@ def test_duplicate_trial_ids_are_refused(tmp_path, capsys):
     src.write_bytes(orjson.dumps(data))
     parent = tmp_path / "runs"
     parent.mkdir()
-    code, err = _cli(capsys, "tracelens", str(src), "--out", str(parent / "r"))
+    code, _, err = run_main(capsys, "import", "tracelens", str(src), "--out", str(parent / "r"))
     assert code == 2
     assert "duplicate trial (task_id, run_index)" in err and str(src) in err
     _no_leftovers(parent)
@@ -238,10 +235,10 @@ def test_existing_out_is_refused_untouched(tmp_path):
 
 
 def test_unknown_format_and_missing_source(tmp_path, capsys):
-    code, err = _cli(capsys, "nope", str(TRACELENS), "--out", str(tmp_path / "r"))
+    code, _, err = run_main(capsys, "import", "nope", str(TRACELENS), "--out", str(tmp_path / "r"))
     assert code == 2 and "nope" in err
-    code, err = _cli(
-        capsys, "tracelens", str(tmp_path / "missing.json"), "--out", str(tmp_path / "r")
+    code, _, err = run_main(
+        capsys, "import", "tracelens", str(tmp_path / "missing.json"), "--out", str(tmp_path / "r")
     )
     assert code == 2 and "missing.json" in err and "not found" in err
     assert set(FORMATS) == {"lm-eval", "inspect", "lighteval", "tracelens", "sieval"}
@@ -362,7 +359,7 @@ def test_lmeval_truncated_samples_file_names_the_line(tmp_path, capsys):
     shutil.copy(results, tmp_path)
     parent = tmp_path / "runs"
     parent.mkdir()
-    code, err = _cli(capsys, "lm-eval", str(cut), "--out", str(parent / "r"))
+    code, _, err = run_main(capsys, "import", "lm-eval", str(cut), "--out", str(parent / "r"))
     assert code == 2
     assert f"{cut}:100:" in err and "truncated" in err
     _no_leftovers(parent)
@@ -377,7 +374,7 @@ def test_lmeval_duplicate_doc_ids_are_refused(tmp_path, capsys):
     shutil.copy(results, tmp_path)
     parent = tmp_path / "runs"
     parent.mkdir()
-    code, err = _cli(capsys, "lm-eval", str(dup), "--out", str(parent / "r"))
+    code, _, err = run_main(capsys, "import", "lm-eval", str(dup), "--out", str(parent / "r"))
     assert code == 2
     assert f"{dup}:101:" in err and "duplicate doc_id '0'" in err
     _no_leftovers(parent)
@@ -400,7 +397,9 @@ def test_lmeval_non_take_first_filter_needs_regrade(tmp_path):
 
 
 def test_wrong_format_for_a_folder(tmp_path, capsys):
-    code, err = _cli(capsys, "tracelens", str(LMEVAL / "seed1"), "--out", str(tmp_path / "r"))
+    code, _, err = run_main(
+        capsys, "import", "tracelens", str(LMEVAL / "seed1"), "--out", str(tmp_path / "r")
+    )
     assert code == 2 and "looks like lm-eval output, not tracelens" in err
 
 
@@ -484,7 +483,7 @@ def test_inspect_zip_path_traversal_is_refused(tmp_path, capsys):
     bad = _zip_with(_inspect_log("seed1"), tmp_path / "evil.eval", "../../outside.json", b"{}")
     parent = tmp_path / "runs"
     parent.mkdir()
-    code, err = _cli(capsys, "inspect", str(bad), "--out", str(parent / "r"))
+    code, _, err = run_main(capsys, "import", "inspect", str(bad), "--out", str(parent / "r"))
     assert code == 2
     assert str(bad) in err and "'../../outside.json' points outside the archive" in err
     _no_leftovers(parent)
@@ -507,7 +506,7 @@ def test_inspect_truncated_eval_is_one_line_exit_2(tmp_path, capsys):
     data = _inspect_log("seed1").read_bytes()
     cut = tmp_path / "cut.eval"
     cut.write_bytes(data[: len(data) // 2])
-    code, err = _cli(capsys, "inspect", str(cut), "--out", str(tmp_path / "r"))
+    code, _, err = run_main(capsys, "import", "inspect", str(cut), "--out", str(tmp_path / "r"))
     assert code == 2 and str(cut) in err and err.count("\n") == 1
     assert not (tmp_path / "r").exists()
 
@@ -595,7 +594,9 @@ def test_lighteval_without_pyarrow_names_the_install(tmp_path, monkeypatch, caps
     monkeypatch.setattr(
         importlib.util, "find_spec", lambda name, *a: None if name == "pyarrow" else real(name, *a)
     )
-    code, err = _cli(capsys, "lighteval", str(LIGHTEVAL / "seed1"), "--out", str(tmp_path / "r"))
+    code, _, err = run_main(
+        capsys, "import", "lighteval", str(LIGHTEVAL / "seed1"), "--out", str(tmp_path / "r")
+    )
     assert code == 2 and "pip install 'rolleval[parquet]'" in err
     assert not (tmp_path / "r").exists()
 

@@ -17,15 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import run_main
 from rolleval import build_config
-from rolleval._cli import main
 from rolleval.errors import UsageError
-
-
-def _cli(capsys, *args):
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 def test_local_path_forms_of_the_model_setting():
@@ -54,7 +48,7 @@ def test_a_missing_or_non_gguf_file_exits_2_before_anything_is_written(tmp_path,
     if content is not None:
         path.write_bytes(content)
     out = tmp_path / "run"
-    code, _o, err = _cli(
+    code, _o, err = run_main(
         capsys, "run", "--model", f"local:{path}", "--task", "copycolors", "--out", out
     )
     assert code == 2 and str(path) in err and not out.exists()
@@ -89,7 +83,7 @@ def test_a_requantized_gguf_runs_end_to_end_and_resume_with_another_file_is_refu
     out = tmp_path / "run"
     run = ["run", "--task", "copycolors", "--limit", 1, "-n", 1, "--max-tokens", 4]
     run += ["--server-option", "n_threads=2", "--no-progress"]
-    code, _o, err = _cli(capsys, *run, "--model", f"local:{requantized}", "--out", out)
+    code, _o, err = run_main(capsys, *run, "--model", f"local:{requantized}", "--out", out)
     assert code == 0, err
     manifest = json.loads((out / "manifest.json").read_text())
     sha = hashlib.sha256(requantized.read_bytes()).hexdigest()
@@ -106,12 +100,12 @@ def test_a_requantized_gguf_runs_end_to_end_and_resume_with_another_file_is_refu
     # the server answered under the file's name
     assert [(r["status"], r["model"]) for r in rollouts] == [("ok", requantized.stem)]
     # another file (the embedded one) cannot continue this run: refused before any server
-    code, _o, err = _cli(
+    code, _o, err = run_main(
         capsys, *run, "--model", f"local:{default_model_path()}", "--out", out, "--resume"
     )
     assert code == 2 and "local_model_sha256" in err and "--resume refused" in err
     # --out alone continues it: the stored settings serve the same file again
-    code, _o, err = _cli(capsys, "run", "--out", out, "--resume", "--no-progress")
+    code, _o, err = run_main(capsys, "run", "--out", out, "--resume", "--no-progress")
     assert code == 0, err
     # served through rolleval's wrapper: the echoed prompt log-probs pass the probe that
     # refuses llama-cpp-python's own (shifted by one token; tests/client/test_logprob_probe.py)

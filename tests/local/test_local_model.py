@@ -9,14 +9,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import pytest
 
+from conftest import child_env, rolleval_argv, run_cli
 from rolleval import build_config, run_eval
 
 pytestmark = pytest.mark.local_model
-ROLLEVAL_RUN_LOCAL = [sys.executable, "-m", "rolleval", "run", "--model", "local", "--task"]
+RUN_LOCAL = ("run", "--model", "local", "--task")
 
 
 def test_local_model_run_and_server_options_in_provenance(tmp_path):
@@ -79,20 +79,8 @@ def test_local_model_seed_makes_reruns_reproducible(tmp_path):
 
 
 def test_local_model_cli_rejects_reserved_server_option(tmp_path):
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    res = subprocess.run(
-        [
-            *ROLLEVAL_RUN_LOCAL,
-            "copycolors",
-            "--server-option",
-            "port=1",
-            "--out",
-            str(tmp_path / "r"),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
+    res = run_cli(
+        *RUN_LOCAL, "copycolors", "--server-option", "port=1", "--out", tmp_path / "r", timeout=60
     )
     assert res.returncode == 2 and "set by rolleval's launcher" in res.stderr
     assert not (tmp_path / "r").exists()
@@ -116,18 +104,11 @@ def test_embedded_server_dies_with_rolleval_even_on_sigkill(tmp_path):
     import signal
     import time
 
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
     child = subprocess.Popen(
-        [
-            *ROLLEVAL_RUN_LOCAL,
-            "copycolors",
-            "-n",
-            "2",
-            "--out",
-            str(tmp_path / "r"),
-            "--no-progress",
-        ],
-        env=env,
+        rolleval_argv(
+            *RUN_LOCAL, "copycolors", "-n", "2", "--out", tmp_path / "r", "--no-progress"
+        ),
+        env=child_env(),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

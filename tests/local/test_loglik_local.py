@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 
 import httpx
 import numpy as np
 import pytest
+
+from conftest import run_cli
 
 pytestmark = pytest.mark.local_model
 
@@ -67,24 +66,7 @@ def test_loglik_task_end_to_end_on_the_embedded_model(tmp_path):
     cfg.write_text(
         "model: local\nlimit: 5\nseed: 1\ntasks: [arc_easy_rc]\nserver_options: {n_threads: 2}\n"
     )
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    res = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "rolleval",
-            "run",
-            "--config",
-            str(cfg),
-            "--out",
-            str(tmp_path / "r"),
-            "--no-progress",
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=900,
-    )
+    res = run_cli("run", "--config", cfg, "--out", tmp_path / "r", "--no-progress", timeout=900)
     assert res.returncode == 0, res.stderr
     folder = tmp_path / "r" / "tasks" / "arc_easy_rc"
     rollouts = [json.loads(x) for x in (folder / "rollouts.jsonl").read_text().splitlines()]

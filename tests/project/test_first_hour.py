@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from conftest import math_task_entry, sum_responder, write_math_task
+from conftest import child_env, math_task_entry, rolleval_argv, sum_responder, write_math_task
 from rolleval.testing import Fault, OpenAIServer
 from rolleval.testing._synthetic import write_synthetic_run
 
@@ -137,11 +136,11 @@ def _closed_pipe_run(*args: str) -> subprocess.CompletedProcess[str]:
     os.close(r)
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "rolleval", *args],
+            rolleval_argv(*args),
             stdout=w,
             stderr=subprocess.PIPE,
             text=True,
-            env={**os.environ, "PYTHONWARNINGS": "ignore"},
+            env=child_env(),
             timeout=300,
         )
     finally:
@@ -435,7 +434,7 @@ def _on_a_terminal(tmp_path: Path, *args: str) -> str:
     if shutil.which("tmux") is None:
         pytest.fail("tmux is needed (apt-get install tmux)")
     done = tmp_path / "done"
-    cmd = " ".join(shlex.quote(a) for a in [sys.executable, "-m", "rolleval", *args])
+    cmd = " ".join(shlex.quote(a) for a in rolleval_argv(*args))
     session = f"rv{os.getpid()}"
     subprocess.run(
         [

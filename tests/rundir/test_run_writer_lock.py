@@ -18,7 +18,15 @@ import time
 import orjson
 import pytest
 
-from conftest import run_cli, run_config, tree_bytes, write_math_task, write_run_yaml
+from conftest import (
+    child_env,
+    rolleval_argv,
+    run_cli,
+    run_config,
+    tree_bytes,
+    write_math_task,
+    write_run_yaml,
+)
 from rolleval import regrade_run, report_run, run_eval
 from rolleval.errors import UsageError
 from rolleval.records import LockHolder, RunManifest, TaskSettings
@@ -135,20 +143,9 @@ def test_two_concurrent_resumes_one_is_refused_and_nothing_is_requested_twice(tm
     with OpenAIServer(responder=held) as srv:
         cfg = _yaml(tmp_path / "run.yaml", srv, data_file, concurrency=2)
         out = tmp_path / "r"
-        env = {**os.environ, "PYTHONWARNINGS": "ignore"}
         first = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "rolleval",
-                "run",
-                "--config",
-                str(cfg),
-                "--out",
-                str(out),
-                "--no-progress",
-            ],
-            env=env,
+            rolleval_argv("run", "--config", cfg, "--out", out, "--no-progress"),
+            env=child_env(),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -176,21 +173,10 @@ def test_two_fresh_runs_racing_for_one_out_leave_exactly_one_run(tmp_path, data_
     with OpenAIServer() as srv:
         cfg = _yaml(tmp_path / "run.yaml", srv, data_file)
         out = tmp_path / "runs" / "r"
-        env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-        argv = [
-            sys.executable,
-            "-m",
-            "rolleval",
-            "run",
-            "--config",
-            str(cfg),
-            "--out",
-            str(out),
-            "--no-progress",
-        ]
+        argv = rolleval_argv("run", "--config", cfg, "--out", out, "--no-progress")
         procs = [
             subprocess.Popen(
-                argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+                argv, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
             )
             for _ in range(2)
         ]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import signal
 import subprocess
@@ -13,8 +12,14 @@ import time
 import orjson
 import pytest
 
-from conftest import run_cli as _cli
-from conftest import run_config, write_math_task, write_run_yaml
+from conftest import (
+    child_env,
+    rolleval_argv,
+    run_cli,
+    run_config,
+    write_math_task,
+    write_run_yaml,
+)
 from rolleval import derive_seed, run_eval
 from rolleval.errors import RunError, UsageError
 from rolleval.testing import Fault, OpenAIServer
@@ -42,10 +47,9 @@ def data_file(tmp_path):
     return write_math_task(tmp_path / "sums.jsonl", N_PROBLEMS)
 
 
-def _config(data_file, server, **over):
-    """This file's settings: 4 rollouts, seed 11 (``_expected_pass1``), 3 retries."""
-    defaults = {"n_rollouts": 4, "seed": 11, "concurrency": 4, "max_retries": 3, "timeout_s": 5}
-    return run_config(server, data_file, **{**defaults, **over})
+#: This file's run settings (over :func:`conftest.run_settings`): 4 rollouts, seed 11
+#: (``_expected_pass1``), 3 retries.
+SETTINGS = {"n_rollouts": 4, "seed": 11, "concurrency": 4, "max_retries": 3, "timeout_s": 5}
 
 
 def _expected_pass1(n=4, seed=11):
@@ -74,7 +78,7 @@ def _metrics(report):
 
 def test_run_end_to_end(tmp_path, data_file):
     with OpenAIServer(responder=math_responder) as srv:
-        out = run_eval(_config(data_file, srv), tmp_path / "run", progress=False)
+        out = run_eval(run_config(srv, data_file, SETTINGS), tmp_path / "run", progress=False)
         assert srv.completion_requests == N_PROBLEMS * 4
     m, h = _metrics(out.report)
     assert m["pass@1"]["value"] == pytest.approx(_expected_pass1(), abs=1e-12)
@@ -110,7 +114,9 @@ def test_faults_are_retried_or_recorded_never_wrong(tmp_path, data_file):
         return None
 
     with OpenAIServer(responder=math_responder, faults=faults) as srv:
-        out = run_eval(_config(data_file, srv, max_retries=1), tmp_path / "run", progress=False)
+        out = run_eval(
+            run_config(srv, data_file, SETTINGS, max_retries=1), tmp_path / "run", progress=False
+        )
     m, h = _metrics(out.report)
     task_dir = tmp_path / "run" / "tasks" / "sums"
     rollouts = {
@@ -139,20 +145,26 @@ def test_faults_are_retried_or_recorded_never_wrong(tmp_path, data_file):
 
 def test_existing_directory_refused_without_resume(tmp_path, data_file):
     with OpenAIServer(responder=math_responder) as srv:
-        run_eval(_config(data_file, srv), tmp_path / "run", progress=False)
+        run_eval(run_config(srv, data_file, SETTINGS), tmp_path / "run", progress=False)
         before = (tmp_path / "run" / "manifest.json").read_bytes()
         with pytest.raises(UsageError, match="run directory exists; pass --resume"):
-            run_eval(_config(data_file, srv), tmp_path / "run", progress=False)
+            run_eval(run_config(srv, data_file, SETTINGS), tmp_path / "run", progress=False)
         assert (tmp_path / "run" / "manifest.json").read_bytes() == before
         with pytest.raises(UsageError, match=r"measurement config changed \(n_rollouts: 4 -> 5"):
             run_eval(
-                _config(data_file, srv, n_rollouts=5), tmp_path / "run", resume=True, progress=False
+                run_config(srv, data_file, SETTINGS, n_rollouts=5),
+                tmp_path / "run",
+                resume=True,
+                progress=False,
             )
         assert (tmp_path / "run" / "manifest.json").read_bytes() == before
         # throughput settings may change; a complete run resumes to the same report
         requests = srv.completion_requests
         again = run_eval(
-            _config(data_file, srv, concurrency=2), tmp_path / "run", resume=True, progress=False
+            run_config(srv, data_file, SETTINGS, concurrency=2),
+            tmp_path / "run",
+            resume=True,
+            progress=False,
         )
         assert srv.completion_requests == requests  # nothing re-requested
     assert again.requested == 0
@@ -166,12 +178,17 @@ def test_resume_rerequests_only_failed_rollouts(tmp_path, data_file):
         responder=math_responder,
         faults=lambda r: Fault.http_status(503) if r.seed == fail_seed else None,
     ) as srv:
-        first = run_eval(_config(data_file, srv, max_retries=0), tmp_path / "run", progress=False)
+        first = run_eval(
+            run_config(srv, data_file, SETTINGS, max_retries=0), tmp_path / "run", progress=False
+        )
         assert _metrics(first.report)[1]["infra_errors"]["count"] == 1
         srv.faults = None
         srv.reset_counters()
         second = run_eval(
-            _config(data_file, srv, max_retries=0), tmp_path / "run", resume=True, progress=False
+            run_config(srv, data_file, SETTINGS, max_retries=0),
+            tmp_path / "run",
+            resume=True,
+            progress=False,
         )
         assert srv.completion_requests == 1
     m, h = _metrics(second.report)
@@ -192,7 +209,9 @@ def test_every_rollout_failing_is_a_run_error(tmp_path, data_file):
         pytest.raises(RunError, match=r"every one of the 12 rollouts failed .*HTTP 500"),
     ):
         run_eval(
-            _config(data_file, srv, max_retries=0, n_rollouts=1), tmp_path / "run", progress=False
+            run_config(srv, data_file, SETTINGS, max_retries=0, n_rollouts=1),
+            tmp_path / "run",
+            progress=False,
         )
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     assert manifest["status"] == "failed"
@@ -202,7 +221,7 @@ def test_dead_endpoint_trips_the_breaker_and_the_run_stays_resumable(tmp_path, d
     # The server answers /models (so the pre-flight passes) and drops every completion
     # request: connection-level failures, as when a server dies once the run has started.
     with OpenAIServer(faults=lambda r: Fault.drop()) as srv:
-        cfg = _config(data_file, srv, max_retries=0, concurrency=2)
+        cfg = run_config(srv, data_file, SETTINGS, max_retries=0, concurrency=2)
         with pytest.raises(
             RunError,
             match=r"stopped after 2[4-9] consecutive rollouts failed .*rerun with --resume",
@@ -212,7 +231,7 @@ def test_dead_endpoint_trips_the_breaker_and_the_run_stays_resumable(tmp_path, d
     assert 24 <= len(rollouts) < N_PROBLEMS * 4  # stopped early, nothing lost
     assert json.loads((tmp_path / "run" / "manifest.json").read_text())["status"] == "interrupted"
     with OpenAIServer(responder=math_responder) as live:
-        cfg = _config(data_file, live)
+        cfg = run_config(live, data_file, SETTINGS)
         out = run_eval(cfg, tmp_path / "run", resume=True, progress=False)
         assert live.completion_requests == N_PROBLEMS * 4  # every failed or missing rollout
     assert out.report["tasks"]["sums"]["metrics"]["pass@1"]["value"] == pytest.approx(
@@ -237,11 +256,12 @@ def test_sigkill_midway_then_resume_matches_uninterrupted_run(tmp_path, data_fil
         return math_responder(request)
 
     with OpenAIServer(responder=slow) as srv:
-        reference = run_eval(_config(data_file, srv), tmp_path / "reference", progress=False)
+        reference = run_eval(
+            run_config(srv, data_file, SETTINGS), tmp_path / "reference", progress=False
+        )
         out = tmp_path / "killed"
-        env = {**os.environ, "PYTHONWARNINGS": "ignore"}
         child = subprocess.Popen(
-            [sys.executable, "-c", _CHILD, srv.base_url, str(data_file), str(out)], env=env
+            [sys.executable, "-c", _CHILD, srv.base_url, str(data_file), str(out)], env=child_env()
         )
         rollouts = out / "tasks" / "sums" / "rollouts.jsonl"
         _wait_for_lines(rollouts, 10)
@@ -256,7 +276,7 @@ def test_sigkill_midway_then_resume_matches_uninterrupted_run(tmp_path, data_fil
             0.5
         )  # let the server finish the killed client's in-flight request before counting
         srv.reset_counters()
-        resumed = run_eval(_config(data_file, srv), out, resume=True, progress=False)
+        resumed = run_eval(run_config(srv, data_file, SETTINGS), out, resume=True, progress=False)
         assert srv.completion_requests == N_PROBLEMS * 4 - n_before
     assert (
         resumed.report["tasks"]["sums"]["metrics"] == reference.report["tasks"]["sums"]["metrics"]
@@ -271,18 +291,18 @@ def test_sigkill_midway_then_resume_matches_uninterrupted_run(tmp_path, data_fil
 def test_cli_run_prints_report_and_exit_codes(tmp_path, data_file):
     with OpenAIServer(responder=math_responder) as srv:
         cfg = write_run_yaml(tmp_path / "run.yaml", srv, data_file, n_rollouts=2, grading_workers=0)
-        res = _cli("run", "--config", str(cfg), "--out", str(tmp_path / "r"), "--no-progress")
+        res = run_cli("run", "--config", str(cfg), "--out", str(tmp_path / "r"), "--no-progress")
         assert res.returncode == 0, res.stderr
         assert "pass@1" in res.stdout and "rollouts completed" in res.stdout
-        res = _cli("run", "--config", str(cfg), "--out", str(tmp_path / "r"))
+        res = run_cli("run", "--config", str(cfg), "--out", str(tmp_path / "r"))
         assert (
             res.returncode == 2 and "pass --resume" in res.stderr and "Traceback" not in res.stderr
         )
-        res = _cli("run", "--config", str(cfg), "--out", str(tmp_path / "r2"), "--bogus")
+        res = run_cli("run", "--config", str(cfg), "--out", str(tmp_path / "r2"), "--bogus")
         assert res.returncode == 2 and "--bogus" in res.stderr
     bad = tmp_path / "bad.yaml"
     bad.write_text("model: x\ntasks: [sums]\nn_rollouts: zero\n")
-    res = _cli("run", "--config", str(bad), "--out", str(tmp_path / "r3"))
+    res = run_cli("run", "--config", str(bad), "--out", str(tmp_path / "r3"))
     assert res.returncode == 2 and "n_rollouts:" in res.stderr and "Traceback" not in res.stderr
     assert not (tmp_path / "r3").exists()
 
@@ -297,20 +317,9 @@ def test_ctrl_c_leaves_a_resumable_run_and_exits_130(tmp_path, data_file, sig):
         extra = {"n_rollouts": 4, "seed": 11, "concurrency": 2, "grading_workers": 0}
         cfg = write_run_yaml(tmp_path / "run.yaml", srv, data_file, **extra)
         out = tmp_path / "r"
-        env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-        argv = [
-            sys.executable,
-            "-m",
-            "rolleval",
-            "run",
-            "--config",
-            str(cfg),
-            "--out",
-            str(out),
-            "--no-progress",
-        ]
+        argv = rolleval_argv("run", "--config", cfg, "--out", out, "--no-progress")
         child = subprocess.Popen(
-            argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+            argv, env=child_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
         )
         rollouts = out / "tasks" / "sums" / "rollouts.jsonl"
         _wait_for_lines(rollouts, 6)
@@ -325,7 +334,7 @@ def test_ctrl_c_leaves_a_resumable_run_and_exits_130(tmp_path, data_file, sig):
         done = rollouts.read_bytes().count(b"\n")
         assert done < N_PROBLEMS * 4
         time.sleep(0.3)
-        resumed = run_eval(_config(data_file, srv), out, resume=True, progress=False)
+        resumed = run_eval(run_config(srv, data_file, SETTINGS), out, resume=True, progress=False)
     assert json.loads((out / "manifest.json").read_text())["status"] == "completed"
     assert resumed.report["tasks"]["sums"]["metrics"]["pass@1"]["value"] == pytest.approx(
         _expected_pass1(), abs=1e-12
@@ -342,12 +351,11 @@ def test_missing_grading_dependency_refuses_before_anything_is_written(tmp_path,
     # task checks: a dead endpoint would be reported first, exit 4), never asked anything
     with OpenAIServer() as srv:
         cfg = write_run_yaml(tmp_path / "run.yaml", srv, data_file)
-        env = {**os.environ, "PYTHONWARNINGS": "ignore"}
         res = subprocess.run(
             [sys.executable, "-c", code, "run", "--config", str(cfg), "--out", str(tmp_path / "r")],
             capture_output=True,
             text=True,
-            env=env,
+            env=child_env(),
             timeout=60,
         )
         assert sum(srv.path_counts.values()) == 0
@@ -358,13 +366,17 @@ def test_missing_grading_dependency_refuses_before_anything_is_written(tmp_path,
 
 def test_server_side_n_batches_a_problems_rollouts(tmp_path, data_file):
     with OpenAIServer(responder=math_responder, honour_n=True) as srv:
-        out = run_eval(_config(data_file, srv, server_n=True), tmp_path / "run", progress=False)
+        out = run_eval(
+            run_config(srv, data_file, SETTINGS, server_n=True), tmp_path / "run", progress=False
+        )
         assert srv.completion_requests == N_PROBLEMS  # one request per problem
     assert out.completed == N_PROBLEMS * 4
     assert out.report["tasks"]["sums"]["health"]["infra_errors"]["count"] == 0
     # a server that ignores n answers one choice: the missing ones are infra errors, not wrong answers
     with OpenAIServer(responder=math_responder, honour_n=False) as srv:
-        out = run_eval(_config(data_file, srv, server_n=True), tmp_path / "run2", progress=False)
+        out = run_eval(
+            run_config(srv, data_file, SETTINGS, server_n=True), tmp_path / "run2", progress=False
+        )
     h = out.report["tasks"]["sums"]["health"]
     assert h["infra_errors"]["count"] == N_PROBLEMS * 3
     assert out.report["tasks"]["sums"]["rollouts"]["gradable"] == N_PROBLEMS

@@ -7,25 +7,16 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import subprocess
-import sys
 
 import pytest
 
+from conftest import run_cli, write_builtin_yaml
 from rolleval.client._loglik import continuation_logprob, option_texts
 from rolleval.grading import LoglikGrader, make_grader, score_options
 from rolleval.records import PromptRecord
 from rolleval.tasks import get_task
 from rolleval.testing import OpenAIServer, toy_logprob
 from rolleval.testing._server import echo_logprobs, word_tokens
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    return subprocess.run(
-        [sys.executable, "-m", "rolleval", *args], capture_output=True, text=True, env=env
-    )
 
 
 def _opt(text: str, logprob: float, tokens: int, chars: int) -> dict:
@@ -158,24 +149,20 @@ def _expected(problems, fn):
     return out
 
 
-def _config(path, srv, n=1, limit=3):
-    path.write_text(
-        f"model: {srv.model}\nendpoints: [{srv.base_url}]\nn_rollouts: {n}\nlimit: {limit}\nseed: 3\n"
-        "tasks: [arc_easy_rc, winogrande_rc]\n"
-    )
-    return str(path)
+TASKS = ["arc_easy_rc", "winogrande_rc"]
 
 
 def test_loglik_run_show_report_regrade_compare_gate(tmp_path):
     problems = get_task("arc_easy_rc").load(limit=3) + get_task("winogrande_rc").load(limit=3)
     base_fn, cand_fn = _gold_fn(problems, 0.8), _gold_fn(problems, 0.2)
     with OpenAIServer(logprob_fn=base_fn) as srv:
-        cfg = _config(tmp_path / "run.yaml", srv, n=4)  # n is ignored: one scored attempt
-        res = _cli("run", "--config", cfg, "--out", str(tmp_path / "base"), "--no-progress")
+        # n_rollouts is ignored: one scored attempt per problem
+        cfg = write_builtin_yaml(tmp_path / "run.yaml", srv, TASKS, n_rollouts=4, limit=3, seed=3)
+        res = run_cli("run", "--config", cfg, "--out", str(tmp_path / "base"), "--no-progress")
         assert res.returncode == 0, res.stderr
         assert "probing the prompt log-probs" in res.stderr
         srv.logprob_fn = cand_fn
-        res = _cli("run", "--config", cfg, "--out", str(tmp_path / "cand"), "--no-progress")
+        res = run_cli("run", "--config", cfg, "--out", str(tmp_path / "cand"), "--no-progress")
         assert res.returncode == 0, res.stderr
         requests = [r.json for r in srv.requests if r.json.get("echo")]
     assert all(r["logprobs"] is not None and r["max_tokens"] == 1 for r in requests)
@@ -195,20 +182,20 @@ def test_loglik_run_show_report_regrade_compare_gate(tmp_path):
                 assert j["correct"] is acc and j["metrics"]["acc_norm"] == float(acc_norm)
                 assert j["metrics"]["logprob_margin"] == pytest.approx(margin)
 
-    res = _cli("report", str(tmp_path / "cand"), "--format", "json", "--no-write")
+    res = run_cli("report", str(tmp_path / "cand"), "--format", "json", "--no-write")
     assert res.returncode == 0, res.stderr
     report = json.loads(res.stdout)["tasks"]["arc_easy_rc"]["metrics"]
     assert {"pass@1", "metrics.acc_norm", "metrics.logprob_margin"} <= set(report)
 
-    res = _cli("show", str(tmp_path / "cand"), "--limit", "1")
+    res = run_cli("show", str(tmp_path / "cand"), "--limit", "1")
     assert res.returncode == 0 and "logprob_margin=" in res.stdout
 
-    res = _cli("regrade", str(tmp_path / "cand"))
+    res = run_cli("regrade", str(tmp_path / "cand"))
     assert res.returncode == 0, res.stderr
     assert "arc_easy_rc: 3 of 3 rollouts judged, 0 verdicts changed" in res.stdout
 
     for metric in ("metrics.logprob_margin", "logprob_margin"):
-        res = _cli(
+        res = run_cli(
             "compare",
             str(tmp_path / "base"),
             str(tmp_path / "cand"),
@@ -227,7 +214,7 @@ def test_loglik_run_show_report_regrade_compare_gate(tmp_path):
 
     policy = tmp_path / "policy.yaml"
     policy.write_text("metrics:\n  metrics.logprob_margin: {threshold: 0.5}\n")
-    res = _cli(
+    res = run_cli(
         "gate",
         str(tmp_path / "cand"),
         "--baseline",
@@ -244,8 +231,8 @@ def test_loglik_run_show_report_regrade_compare_gate(tmp_path):
 @pytest.mark.parametrize("mode,fault", [("none", "missing"), ("shifted", "shifted")])
 def test_a_loglik_run_is_refused_when_prompt_logprobs_are_unusable(tmp_path, mode, fault):
     with OpenAIServer(prompt_logprobs=mode) as srv:
-        cfg = _config(tmp_path / "run.yaml", srv)
-        res = _cli("run", "--config", cfg, "--out", str(tmp_path / "out"), "--no-progress")
+        cfg = write_builtin_yaml(tmp_path / "run.yaml", srv, TASKS, n_rollouts=1, limit=3, seed=3)
+        res = run_cli("run", "--config", cfg, "--out", str(tmp_path / "out"), "--no-progress")
     assert res.returncode == 2
     assert srv.base_url in res.stderr and f"({fault})" in res.stderr
     assert "Traceback" not in res.stderr

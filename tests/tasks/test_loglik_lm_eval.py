@@ -24,12 +24,11 @@ in the last digits without failing the test.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from conftest import run_cli
 
 FIXTURE = Path(__file__).parents[1] / "data" / "lm_eval_loglik" / "samples_arc_easy_0shot.jsonl"
 TOL = 1e-2  # nats, on one option's summed log-prob: far above a same-build rerun (0.0),
@@ -76,14 +75,7 @@ def test_rolleval_loglik_acc_equals_lm_eval_local_completions(tmp_path):
         "answer_format: index}\n"
     )
     out = tmp_path / "r"
-    cmd = [sys.executable, "-m", "rolleval", "run", "--config", str(cfg), "--out", str(out)]
-    res = subprocess.run(
-        [*cmd, "--no-progress"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "PYTHONWARNINGS": "ignore"},
-        timeout=1800,
-    )
+    res = run_cli("run", "--config", cfg, "--out", out, "--no-progress", timeout=1800)
     assert res.returncode == 0, res.stderr
     folder = out / "tasks" / "arc_easy_0shot"
     prompts = _read(folder / "prompts.jsonl")
