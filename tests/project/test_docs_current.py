@@ -50,3 +50,31 @@ def test_docs_run_format_states_the_seed_derive_seed_computes():
     text = (DOCS / "run-format.md").read_text()
     assert 'int.from_bytes(digest[:4], "big") & 0x7FFFFFFF' in text
     assert "first 31 bits" not in text and "first 31 bits" not in (DOCS / "cli.md").read_text()
+
+
+#: A Python file under tests/ that a text names (``tests/compare/test_compare_core.py``, or a
+#: glob such as ``tests/compare/test_compare_core*.py``). Folders are not checked: the docs
+#: also name other projects' (``tests/fixtures/compare/`` of TraceLens's sdist).
+_TEST_PATH = re.compile(r"(?<![\w/.])tests/[\w*./-]*\.py\b")
+
+
+def _texts_naming_tests() -> list[Path]:
+    """The docs, README, bench, scripts, sources, tests and pyproject (not the CHANGELOG,
+    whose entries name the paths of their day)."""
+    root = DOCS.parent
+    found = [root / "README.md", root / "pyproject.toml", *DOCS.glob("*.md")]
+    for folder in ("bench", "scripts", "src", "tests"):
+        for path in sorted((root / folder).rglob("*")):
+            if path.suffix in (".py", ".md", ".sh") and ".venv" not in path.parts:
+                found.append(path)
+    return found
+
+
+def test_every_test_path_the_texts_name_exists():
+    root = DOCS.parent
+    missing = []
+    for path in _texts_naming_tests():
+        for name in _TEST_PATH.findall(path.read_text(encoding="utf-8", errors="replace")):
+            if not any(root.glob(name)):
+                missing.append(f"{path.relative_to(root)}: {name}")
+    assert missing == []
