@@ -14,7 +14,7 @@ of lines of the file's common shape on its column path (a strict msgspec decoder
 calls over its rows), in one worker process per usable CPU for a large file, the workers
 appending the records to the run's files themselves; a chunk holding a line of another shape
 is read line by line by the generic path, so records and the import summary are those of the
-generic path (``tests/test_importers_fast.py``). Both sides run in their own
+generic path (``tests/importers/test_importers_fast.py``). Both sides run in their own
 process, after ``os.sync()`` (the generated file's write-back would slow whichever runs
 while it happens). The import's time includes writing the three record streams,
 ``task.json`` and the report; its CPU time is printed for all its processes.

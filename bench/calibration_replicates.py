@@ -7,7 +7,7 @@ runs: one run per side (runs 0 and 4, :func:`rolleval.compare.compare_frames`) a
 replicates per side (runs 0-3 against 4-7, :func:`compare_replicate_frames`). Prints the
 false-regression and false-improvement rates with their Monte Carlo SE
 ``sqrt(r (1 - r) / sims)``; target with replicates: each <= alpha/2 = 0.025 + 2 SE.
-``tests/test_compare_replicates.py`` runs the same design at 400 simulations.
+``tests/compare/test_compare_replicates.py`` runs the same design at 400 simulations.
 
     python bench/calibration_replicates.py [--sims 2000 --sigma 0.15 --resamples 200]
 

@@ -6,7 +6,7 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -55,19 +55,40 @@ def dead_base_url() -> Iterator[str]:
 # Import them with ``from conftest import run_cli`` (pytest puts tests/ on sys.path).
 
 
+def rolleval_argv(*args: str | Path) -> list[str]:
+    """The argv of ``python -m rolleval ARGS`` with this interpreter, for a process a test
+    starts itself (in the background, on a closed pipe, in a terminal...)."""
+    return [sys.executable, "-m", "rolleval", *map(str, args)]
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    """The environment of a child process: this one's, Python's warnings off (this suite
+    makes them errors; in a child they would only add lines to its stderr), and ``extra``."""
+    return {**os.environ, "PYTHONWARNINGS": "ignore", **extra}
+
+
 def run_cli(
-    *args: str, timeout: float = 600, cwd: Any = None, env: dict[str, str] | None = None
+    *args: str | Path, timeout: float = 600, cwd: Any = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     """Run ``python -m rolleval ARGS`` as a user would (a real process); capture its output."""
-    full_env = {**os.environ, "PYTHONWARNINGS": "ignore", **(env or {})}
     return subprocess.run(
-        [sys.executable, "-m", "rolleval", *args],
+        rolleval_argv(*args),
         capture_output=True,
         text=True,
         cwd=cwd,
-        env=full_env,
+        env=child_env(**(env or {})),
         timeout=timeout,
     )
+
+
+def run_main(capsys: pytest.CaptureFixture[str], *args: Any) -> tuple[int, str, str]:
+    """Run the command line's ``main`` in this process on ``args`` (each made a string): its
+    exit code, and what it printed to stdout and to stderr (read through ``capsys``)."""
+    from rolleval._cli import main
+
+    code = main([str(a) for a in args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
 
 
 def tree_bytes(root: Path) -> dict[str, bytes]:
@@ -176,11 +197,13 @@ def sum_responder(request: dict[str, Any]) -> tuple[str, str]:
     return f"The answer is \\boxed{{{total}}}.", "stop"
 
 
-def run_settings(server: Any, data: Path | str, **over: Any) -> dict[str, Any]:
+def run_settings(
+    server: Any, data: Path | str, settings: Mapping[str, Any] | None = None, **over: Any
+) -> dict[str, Any]:
     """Run settings for the math task at ``data`` against ``server`` (an
     :class:`OpenAIServer`, or anything with its ``model`` and ``base_url``): 3 rollouts per
-    problem, grading in this process, no retries, a 10 s timeout; ``over`` adds or replaces
-    keys."""
+    problem, grading in this process, no retries, a 10 s timeout; ``settings`` (a test
+    file's own defaults), then ``over``, add or replace keys."""
     return {
         "model": server.model,
         "endpoints": [server.base_url],
@@ -189,15 +212,18 @@ def run_settings(server: Any, data: Path | str, **over: Any) -> dict[str, Any]:
         "grading_workers": 0,
         "max_retries": 0,
         "timeout_s": 10,
+        **(settings or {}),
         **over,
     }
 
 
-def run_config(server: Any, data: Path | str, **over: Any) -> Any:
+def run_config(
+    server: Any, data: Path | str, settings: Mapping[str, Any] | None = None, **over: Any
+) -> Any:
     """:func:`run_settings` as a validated :class:`rolleval.RunConfig`."""
     from rolleval import build_config
 
-    return build_config(run_settings(server, data, **over))
+    return build_config(run_settings(server, data, settings, **over))
 
 
 def write_run_yaml(path: Path, server: Any, data: Path | str, **settings: Any) -> Path:
@@ -211,6 +237,31 @@ def write_run_yaml(path: Path, server: Any, data: Path | str, **settings: Any) -
         **settings,
         "tasks": [math_task_entry(data)],
     }
+    path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def write_math_run(
+    folder: Path,
+    server: Any,
+    n_problems: int,
+    settings: Mapping[str, Any] | None = None,
+    **over: Any,
+) -> Path:
+    """A run of ``n_problems`` sums against ``server``, ready for ``rolleval run --config``:
+    the task at ``folder/sums.jsonl`` (:func:`write_math_task`) and the YAML config at
+    ``folder/config.yaml`` (:func:`write_run_yaml`) with exactly ``settings`` (a test file's
+    own), then ``over``, besides. Returns the config's path."""
+    data = write_math_task(folder / "sums.jsonl", n_problems)
+    return write_run_yaml(folder / "config.yaml", server, data, **{**(settings or {}), **over})
+
+
+def write_builtin_yaml(path: Path, server: Any, tasks: list[str], **settings: Any) -> Path:
+    """A YAML run config at ``path``: ``server``'s model and base URL, the built-in
+    ``tasks`` by name, and exactly ``settings`` besides."""
+    import yaml
+
+    doc = {"model": server.model, "endpoints": [server.base_url], **settings, "tasks": tasks}
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     return path
 

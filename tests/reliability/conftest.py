@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,9 +20,11 @@ import pytest
 
 # the math task and its responder are shared with the other tests (tests/conftest.py)
 from conftest import math_task_entry as math_task_entry
+from conftest import rolleval_argv
+from conftest import run_settings as run_settings
 from conftest import sum_responder as sum_responder
+from conftest import write_math_run as write_math_run
 from conftest import write_math_task as write_math_task
-from conftest import write_run_yaml as write_run_yaml
 from rolleval.testing import Fault
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -61,7 +62,7 @@ def run_cli(
 ) -> subprocess.CompletedProcess[bytes]:
     """``python -m rolleval ARGS`` as a user runs it; stdout and stderr kept as bytes."""
     return subprocess.run(
-        [sys.executable, "-m", "rolleval", *args],
+        rolleval_argv(*args),
         capture_output=True,
         env=env if env is not None else cli_env(),
         timeout=timeout,
@@ -72,7 +73,7 @@ def popen_cli(*args: str, env: dict[str, str] | None = None, **kwargs: Any) -> s
     """The CLI as a background process (stdout/stderr piped), in its own process group so a
     test can send the group a terminal's Ctrl-C."""
     return subprocess.Popen(
-        [sys.executable, "-m", "rolleval", *args],
+        rolleval_argv(*args),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env if env is not None else cli_env(),

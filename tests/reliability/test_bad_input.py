@@ -11,7 +11,7 @@ import pytest
 from rolleval.testing import OpenAIServer
 from rolleval.testing._synthetic import write_synthetic_run
 
-from .conftest import run_cli, sum_responder, write_math_task, write_run_yaml
+from .conftest import run_cli, sum_responder, write_math_run
 
 
 @pytest.fixture(scope="module")
@@ -92,16 +92,13 @@ def test_policy_tasks_as_a_string_is_a_one_item_list(runs, tmp_path) -> None:
     assert b"synthetic_math" in as_string.stdout
 
 
-def _config(tmp_path: Path, server: OpenAIServer, **over) -> Path:
-    data = write_math_task(tmp_path / "sums.jsonl", 3)
-    return write_run_yaml(
-        tmp_path / "config.yaml", server, data, **{"n_rollouts": 4, "grading_workers": 0, **over}
-    )
+#: This file's run settings (3 problems): 4 rollouts, grading in this process.
+SETTINGS = {"n_rollouts": 4, "grading_workers": 0}
 
 
 def test_non_utf8_config_is_exit_2(tmp_path) -> None:
     with OpenAIServer() as server:
-        config = _config(tmp_path, server)
+        config = write_math_run(tmp_path, server, 3, SETTINGS)
         config.write_bytes(config.read_bytes() + "# r\u00e9sum\u00e9\n".encode("latin-1"))
         res = run_cli("run", "--config", str(config), "--out", str(tmp_path / "out"))
         assert server.path_counts == {}
@@ -113,10 +110,10 @@ def test_non_utf8_config_is_exit_2(tmp_path) -> None:
 def test_ks_above_n_is_refused_before_the_first_request(tmp_path, where) -> None:
     with OpenAIServer(responder=sum_responder) as server:
         if where == "config":
-            config = _config(tmp_path, server, ks=[1, 8])
+            config = write_math_run(tmp_path, server, 3, SETTINGS, ks=[1, 8])
             args = ["--config", str(config)]
         else:
-            config = _config(tmp_path, server)
+            config = write_math_run(tmp_path, server, 3, SETTINGS)
             args = ["--config", str(config), "--k", "1", "--k", "8"]
         res = run_cli("run", *args, "--out", str(tmp_path / "out"))
         assert server.path_counts == {}
@@ -141,7 +138,7 @@ def test_show_on_a_string_index_is_exit_2_naming_the_line(tmp_path) -> None:
 
 def test_duplicate_key_in_config_is_refused(tmp_path) -> None:
     with OpenAIServer() as server:
-        config = _config(tmp_path, server)
+        config = write_math_run(tmp_path, server, 3, SETTINGS)
         config.write_text(config.read_text() + "n_rollouts: 16\n", encoding="utf-8")
         res = run_cli("run", "--config", str(config), "--out", str(tmp_path / "out"))
         assert server.path_counts == {}

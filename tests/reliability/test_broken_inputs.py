@@ -35,7 +35,7 @@ from rolleval.errors import RollevalError
 from rolleval.testing import OpenAIServer
 from rolleval.testing._synthetic import write_synthetic_run
 
-from .conftest import math_task_entry, record_figure, sum_responder, write_math_task
+from .conftest import record_figure, run_settings, sum_responder, write_math_task
 
 EXAMPLES = 40
 SETTINGS = settings(
@@ -74,8 +74,8 @@ def pristine(tmp_path_factory: pytest.TempPathFactory, server: OpenAIServer) -> 
 
     pq.write_table(pa.Table.from_pylist(rows), root / "data.parquet")
     for fmt in ("jsonl", "csv", "parquet"):
-        entry = math_task_entry(Path(f"data.{fmt}"))
-        (root / f"config_{fmt}.yaml").write_text(yaml.safe_dump(_config(server, entry)))
+        doc = run_settings(server, f"data.{fmt}", RUN_SETTINGS)
+        (root / f"config_{fmt}.yaml").write_text(yaml.safe_dump(doc))
     base = write_synthetic_run(root / "base", n_problems=6, n_rollouts=2, rng=1)
     write_synthetic_run(root / "cand", n_problems=6, n_rollouts=2, rng=1, shift=-0.1)
     assert main(["report", str(base.path)]) == 0
@@ -94,21 +94,18 @@ def pristine(tmp_path_factory: pytest.TempPathFactory, server: OpenAIServer) -> 
     return root
 
 
-def _config(server: OpenAIServer, entry: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "model": server.model,
-        "endpoints": [server.base_url],
-        "tasks": [entry],
-        "n_rollouts": 2,
-        "seed": 0,
-        "ks": [1, 2],
-        "sampling": {"temperature": 0.5, "max_tokens": 64},
-        "concurrency": 2,
-        "timeout_s": 5,
-        "max_retries": 0,
-        "grading_workers": 0,
-        "denominator_policy": "judged",
-    }
+#: The run settings of the valid configs (over :func:`conftest.run_settings`).
+RUN_SETTINGS = {
+    "n_rollouts": 2,
+    "seed": 0,
+    "ks": [1, 2],
+    "sampling": {"temperature": 0.5, "max_tokens": 64},
+    "concurrency": 2,
+    "timeout_s": 5,
+    "max_retries": 0,
+    "grading_workers": 0,
+    "denominator_policy": "judged",
+}
 
 
 @contextlib.contextmanager

@@ -15,8 +15,7 @@ from .conftest import (
     record_figure,
     run_cli,
     sum_responder,
-    write_math_task,
-    write_run_yaml,
+    write_math_run,
 )
 
 #: Clear screen, cursor home, window title (OSC ... BEL), colour, NUL, C1 CSI, bidi override,
@@ -41,12 +40,14 @@ def hostile_responder(request):
     return f"{HOSTILE}\n{text}", finish
 
 
-def _config(tmp_path: Path, server: OpenAIServer, n_problems: int = 3, **over) -> Path:
-    data = write_math_task(tmp_path / "sums.jsonl", n_problems)
-    settings = {"n_rollouts": 2, "concurrency": 2, "max_retries": 0, "timeout_s": 5}
-    return write_run_yaml(
-        tmp_path / "config.yaml", server, data, **{**settings, "grading_workers": 0, **over}
-    )
+#: This file's run settings: 2 rollouts, no retries, grading in this process.
+SETTINGS = {
+    "n_rollouts": 2,
+    "concurrency": 2,
+    "max_retries": 0,
+    "timeout_s": 5,
+    "grading_workers": 0,
+}
 
 
 def _inert(data: bytes) -> bool:
@@ -66,7 +67,7 @@ def test_terminal_safe_escapes_every_control_kind() -> None:
 
 def test_show_makes_model_output_inert_and_jsonl_exact(tmp_path: Path) -> None:
     with OpenAIServer(responder=hostile_responder) as server:
-        config = _config(tmp_path, server)
+        config = write_math_run(tmp_path, server, 3, SETTINGS)
         run_dir = tmp_path / "run"
         res = run_cli("run", "--config", str(config), "--out", str(run_dir), "--no-progress")
         assert res.returncode == 0, res.stderr
@@ -84,7 +85,7 @@ def test_show_makes_model_output_inert_and_jsonl_exact(tmp_path: Path) -> None:
 
 def test_error_bodies_are_inert_in_show_and_on_stderr(tmp_path: Path) -> None:
     with OpenAIServer(faults=lambda r: Fault.raw(HOSTILE, status=400)) as server:
-        config = _config(tmp_path, server)
+        config = write_math_run(tmp_path, server, 3, SETTINGS)
         run_dir = tmp_path / "run"
         res = run_cli("run", "--config", str(config), "--out", str(run_dir), "--no-progress")
     assert res.returncode == 4
@@ -102,7 +103,7 @@ def test_error_bodies_are_inert_in_show_and_on_stderr(tmp_path: Path) -> None:
 
 def test_lone_surrogate_is_recorded_and_graded_as_the_models_answer(tmp_path: Path) -> None:
     with OpenAIServer(responder=sum_responder, faults=lambda r: Fault.lone_surrogate()) as server:
-        config = _config(tmp_path, server, n_problems=4)
+        config = write_math_run(tmp_path, server, 4, SETTINGS)
         run_dir = tmp_path / "run"
         res = run_cli("run", "--config", str(config), "--out", str(run_dir), "--no-progress")
         assert res.returncode == 0, res.stderr

@@ -20,8 +20,7 @@ from .conftest import (
     popen_cli,
     record_figure,
     run_cli,
-    write_math_task,
-    write_run_yaml,
+    write_math_run,
 )
 
 pytestmark = pytest.mark.slow
@@ -40,18 +39,14 @@ def graded_responder(request):
     return f"The answer is \\boxed{{{answer}}}.", "stop"
 
 
-def _config(tmp_path: Path, server: OpenAIServer) -> Path:
-    data = write_math_task(tmp_path / "sums.jsonl", N_PROBLEMS)
-    return write_run_yaml(
-        tmp_path / "config.yaml",
-        server,
-        data,
-        n_rollouts=N_ROLLOUTS,
-        seed=5,
-        concurrency=4,
-        timeout_s=10,
-        grading_workers=0,
-    )
+#: This file's run settings (``N_PROBLEMS`` problems).
+SETTINGS = {
+    "n_rollouts": N_ROLLOUTS,
+    "seed": 5,
+    "concurrency": 4,
+    "timeout_s": 10,
+    "grading_workers": 0,
+}
 
 
 def _task_report(run_dir: Path) -> dict:
@@ -63,7 +58,7 @@ def test_sigkill_at_random_moments_then_resume_loses_and_duplicates_nothing(tmp_
     rng = random.Random(20261130)
     outcomes = []
     with OpenAIServer(responder=graded_responder, faults=lambda r: Fault.delay(0.01)) as server:
-        config = _config(tmp_path, server)
+        config = write_math_run(tmp_path, server, N_PROBLEMS, SETTINGS)
         reference = tmp_path / "reference"
         started = time.monotonic()
         res = run_cli("run", "--config", str(config), "--out", str(reference), "--no-progress")

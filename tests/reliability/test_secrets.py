@@ -21,8 +21,7 @@ from .conftest import (
     record_figure,
     run_cli,
     sum_responder,
-    write_math_task,
-    write_run_yaml,
+    write_math_run,
 )
 
 # Characters that change under repr, JSON, URL-encoding; 32 characters.
@@ -77,15 +76,16 @@ class Outputs:
         return {name: _leaks(c) for name, c in self.chunks if _leaks(c)}
 
 
-def _config(tmp_path: Path, server: OpenAIServer, n_problems: int = 6, **over) -> Path:
-    data = write_math_task(tmp_path / "sums.jsonl", n_problems)
-    settings = {"n_rollouts": 2, "api_key_env": KEY_ENV, "concurrency": 4, "max_retries": 1}
-    return write_run_yaml(
-        tmp_path / "config.yaml",
-        server,
-        data,
-        **{**settings, "timeout_s": 0.5, "grading_workers": 0, **over},
-    )
+#: This file's run settings (6 problems unless a test says otherwise): the key read from
+#: ``KEY_ENV``, a 0.5 s timeout, grading in this process.
+SETTINGS = {
+    "n_rollouts": 2,
+    "api_key_env": KEY_ENV,
+    "concurrency": 4,
+    "max_retries": 1,
+    "timeout_s": 0.5,
+    "grading_workers": 0,
+}
 
 
 def _read_everything(out: Outputs, run_dir: Path, tmp_path: Path, env: dict[str, str]) -> None:
@@ -126,7 +126,7 @@ def test_every_fault_kind_with_a_marker_key_leaks_nothing(tmp_path: Path) -> Non
     with OpenAIServer(
         responder=sum_responder, faults=hook, api_key=KEY, echo_headers=True
     ) as server:
-        config = _config(tmp_path, server, n_problems=12, n_rollouts=4)
+        config = write_math_run(tmp_path, server, 12, SETTINGS, n_rollouts=4)
         env = cli_env(**{KEY_ENV: KEY})
         out = Outputs()
         run_dir = tmp_path / "run"
@@ -146,7 +146,7 @@ def test_wrong_key_echoed_by_a_leaky_proxy_leaks_nothing(tmp_path: Path) -> None
     """The server wants another key and echoes the request headers in every 401 body and in
     a 200 ``/v1/models`` debug page: every rollout fails (exit 4) and the key is nowhere."""
     with OpenAIServer(api_key="the-right-key", echo_headers=True) as server:
-        config = _config(tmp_path, server)
+        config = write_math_run(tmp_path, server, 6, SETTINGS)
         env = cli_env(**{KEY_ENV: KEY})
         out = Outputs()
         run_dir = tmp_path / "run"
@@ -167,7 +167,7 @@ def test_key_with_trailing_newline_is_stripped_and_works(tmp_path: Path) -> None
     with OpenAIServer(responder=sum_responder, api_key=KEY, echo_headers=True) as server:
         # a generous timeout: the count of 12 requests below must not depend on the load
         # (at 0.5 s, a loaded machine timed requests out and retried them: 14 were counted)
-        config = _config(tmp_path, server, timeout_s=30)
+        config = write_math_run(tmp_path, server, 6, SETTINGS, timeout_s=30)
         env = cli_env(**{KEY_ENV: f"  {KEY}\n"})
         out = Outputs()
         run_dir = tmp_path / "run"
@@ -188,7 +188,7 @@ def test_key_with_control_characters_is_refused_before_any_request(
     tmp_path: Path, value: str
 ) -> None:
     with OpenAIServer() as server:
-        config = _config(tmp_path, server)
+        config = write_math_run(tmp_path, server, 6, SETTINGS)
         out = Outputs()
         run_dir = tmp_path / "run"
         env = cli_env(**{KEY_ENV: value})

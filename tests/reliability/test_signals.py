@@ -25,8 +25,7 @@ from .conftest import (
     record_figure,
     run_cli,
     sum_responder,
-    write_math_task,
-    write_run_yaml,
+    write_math_run,
 )
 
 pytestmark = [
@@ -87,18 +86,14 @@ def _wait(predicate, timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
-def _config(tmp_path: Path, server: OpenAIServer) -> Path:
-    data = write_math_task(tmp_path / "sums.jsonl", N_PROBLEMS)
-    return write_run_yaml(
-        tmp_path / "config.yaml",
-        server,
-        data,
-        n_rollouts=N_ROLLOUTS,
-        seed=3,
-        concurrency=2,
-        timeout_s=10,
-        grading_workers=2,
-    )
+#: This file's run settings (``N_PROBLEMS`` problems): 2 grading workers.
+SETTINGS = {
+    "n_rollouts": N_ROLLOUTS,
+    "seed": 3,
+    "concurrency": 2,
+    "timeout_s": 10,
+    "grading_workers": 2,
+}
 
 
 def _judged(run_dir: Path) -> int:
@@ -107,7 +102,7 @@ def _judged(run_dir: Path) -> int:
 
 
 def _start(tmp_path: Path, server: OpenAIServer):
-    config = _config(tmp_path, server)
+    config = write_math_run(tmp_path, server, N_PROBLEMS, SETTINGS)
     run_dir = tmp_path / "run"
     proc = popen_cli("run", "--config", str(config), "--out", str(run_dir), "--no-progress")
     # Interrupt mid-run: workers warm (a judgement is stored), many rollouts still pending.

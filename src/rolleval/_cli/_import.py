@@ -10,7 +10,7 @@ if TYPE_CHECKING:
     from .._importers import ImportResult
 
 #: ``rolleval._importers.FORMATS``, spelled here so that the CLI starts without loading the
-#: importers (tests/test_import_cost.py checks that the two agree).
+#: importers (tests/project/test_import_cost.py checks that the two agree).
 FORMATS = ("lm-eval", "inspect", "lighteval", "tracelens", "sieval")
 
 

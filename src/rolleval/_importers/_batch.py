@@ -3,7 +3,7 @@
 A streaming importer of millions of records (the lm-eval importer) hands the writer whole
 problems at a time as the JSON lines of the three record streams, already encoded (by the
 line structs of :mod:`rolleval.records._lines`, or by byte templates that give the same
-bytes, checked by ``tests/test_importers_fast.py``), together with the columns the task's
+bytes, checked by ``tests/importers/test_importers_fast.py``), together with the columns the task's
 report reads (:class:`~rolleval.rundir._table.PromptRow` and
 :class:`~rolleval.rundir._table.ScoredJudgementRow` fields), so neither the records nor their columns
 are rebuilt from objects afterwards.

@@ -5,11 +5,11 @@ that mirror :class:`~._streams.PromptRecord`, :class:`~._streams.RolloutRecord` 
 :class:`~._streams.JudgementRecord` field for field, in the same order, and encode to the
 same line :func:`~._streams.dump_record` writes (``None`` values and empty
 ``metrics``/``extras`` left out, every other default written). They are not a second record
-format: the pydantic models stay the one definition, and ``tests/test_record_lines.py``
+format: the pydantic models stay the one definition, and ``tests/records/test_record_lines.py``
 fails when a field is added, renamed or reordered in one and not the other, and checks that
 both give the same bytes. A writer that builds its values itself (an importer streaming a
 1 GB file) uses them to skip per-record validation on its hot path; the lines it writes are
-still records the pydantic models read back (``tests/test_record_contract.py``).
+still records the pydantic models read back (``tests/records/test_record_contract.py``).
 
 :func:`line_content_hash` is :func:`~._streams.content_hash` for a prompt given as
 :class:`MessageLine` s or text: the same canonical bytes, built without a dict per record.
@@ -137,7 +137,7 @@ def line_content_hash(prompt: list[MessageLine] | str | None, reference: Any) ->
     byte for byte what :func:`~._streams.content_hash` hashes for the same values.
 
     msgspec escapes every string exactly as orjson does (both write UTF-8 and escape only
-    ``"``, ``\\`` and control characters, the same way; ``tests/test_record_lines.py``
+    ``"``, ``\\`` and control characters, the same way; ``tests/records/test_record_lines.py``
     checks every code point), so building the sorted-key JSON from encoded parts gives the
     same bytes.
     """

@@ -13,7 +13,7 @@ same problem or rollout. These rules, applied once by the typed readers
   duplicates.
 
 The columnar reader behind reports (:mod:`rolleval.rundir._table`) applies the judgement rule in
-numpy; ``tests/test_record_contract.py`` checks that both agree.
+numpy; ``tests/records/test_record_contract.py`` checks that both agree.
 """
 
 from __future__ import annotations

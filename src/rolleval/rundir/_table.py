@@ -203,7 +203,7 @@ class PromptRow(msgspec.Struct, gc=False):
 
 #: Fields of the record models the columnar rows deliberately do not read. A field added to
 #: :class:`~rolleval.records.JudgementRecord` or :class:`~rolleval.records.PromptRecord` must
-#: be added to a row above or listed here (``tests/test_record_contract.py`` checks it).
+#: be added to a row above or listed here (``tests/records/test_record_contract.py`` checks it).
 UNREAD_JUDGEMENT_FIELDS = frozenset({"grader", "judge_raw", "grader_usage"})
 UNREAD_PROMPT_FIELDS = frozenset({"prompt", "reference", "reference_kind", "extras"})
 

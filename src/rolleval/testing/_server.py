@@ -121,6 +121,15 @@ def echo_logprobs(prompt: str, logprob_fn: LogprobFn, *, shifted: bool = False) 
     return {"tokens": tokens, "token_logprobs": values, "top_logprobs": top, "text_offset": offsets}
 
 
+async def _cancel_the_rest() -> None:
+    """Cancel and await every other task of the loop: a connection still being accepted
+    when serving stopped is one, and its accept closes the socket when cancelled."""
+    pending = asyncio.all_tasks() - {asyncio.current_task()}
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*pending, return_exceptions=True)
+
+
 class OpenAIServer:
     """OpenAI-protocol test server on ``host`` (default 127.0.0.1) and a free port.
 
@@ -263,6 +272,7 @@ class OpenAIServer:
             errors.append(exc)
         finally:
             ready.set()
+            loop.run_until_complete(_cancel_the_rest())
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
 
@@ -271,13 +281,18 @@ class OpenAIServer:
     async def serve(self, *, ready: Callable[[], object] | None = None) -> None:
         """Serve until :meth:`stop` (thread mode) or cancellation; ``ready()`` once bound."""
         self._stop = asyncio.Event()
-        server = await asyncio.start_server(self._handle, self.host, self.port, limit=_MAX_HEAD)
+        server = await asyncio.start_server(self._accept, self.host, self.port, limit=_MAX_HEAD)
         try:
             self.port = server.sockets[0].getsockname()[1]
             if ready is not None:
                 ready()
             await self._stop.wait()
         finally:
+            # A connection accepted just before the stop builds its transport on a later turn
+            # of the loop, which fails once the server is closed (Python 3.11 then leaves the
+            # socket open): two turns let every accept already queued build it first.
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)
             server.close()
             for writer in list(self._writers):
                 writer.transport.abort()
@@ -287,12 +302,19 @@ class OpenAIServer:
             await asyncio.gather(*tasks, return_exceptions=True)
             await server.wait_closed()
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
+    def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Register a new connection at once, before its handler first runs, so that a stop
+        in between still closes it (a handler task that never ran cannot close its socket)."""
+        if self._stop is not None and self._stop.is_set():
+            writer.transport.abort()  # accepted as the server stopped: never served
+            return
+        task = asyncio.get_running_loop().create_task(self._handle(reader, writer))
         self._tasks.add(task)
         self._writers.add(writer)
         self.connections += 1
+        task.add_done_callback(self._tasks.discard)
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             keep_alive = True
             while keep_alive:
@@ -310,7 +332,6 @@ class OpenAIServer:
             pass  # only stop() cancels handlers; ending quietly keeps asyncio from logging it
         finally:
             self._writers.discard(writer)
-            self._tasks.discard(task)
             writer.close()
 
     async def _request(

@@ -9,8 +9,8 @@ value of the one type this path handles) and ``map`` calls over its rows, one by
 
 A chunk that does not fit, in any line, gives None and is read line by line by the generic
 path of :mod:`._samples` instead, so records, errors and the import summary never depend on
-which path read a line (``tests/test_importers_fast.py`` compares both on the same files,
-``tests/test_strict.py`` on generated chunks).
+which path read a line (``tests/importers/test_importers_fast.py`` compares both on the same files,
+``tests/importers/test_importers_columns.py`` on generated chunks).
 
 :class:`StrictSpec` is plain data, so a worker process builds the same converter
 (:mod:`._parallel`); :func:`apply` is the one step that touches the reader's state (the

@@ -1,0 +1,1 @@
+"""Tests of rolleval.client: the HTTP client, its faults and the prompt log-prob probe."""

@@ -1,0 +1,1 @@
+"""Tests of rolleval.drift: per-token drift, its summary and the drift command."""

@@ -1,0 +1,1 @@
+"""Tests of rolleval.grading: every grader, the worker pool and the code sandbox."""

@@ -1,0 +1,1 @@
+"""Tests of rolleval._importers: imports of other harnesses' logs."""

@@ -1,0 +1,1 @@
+"""Tests of rolleval.metrics: the per-problem estimators and the suite summaries."""

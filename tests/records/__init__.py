@@ -1,0 +1,1 @@
+"""Tests of rolleval.records: the record models and their line structs."""

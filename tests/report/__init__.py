@@ -1,0 +1,1 @@
+"""Tests of rolleval._report: reports and their renderings."""

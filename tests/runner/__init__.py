@@ -1,0 +1,1 @@
+"""Tests of rolleval._runner: rolleval run, its config, plan, resume and regrade."""

@@ -1,0 +1,1 @@
+"""Tests of rolleval.stats: intervals, tests, power and confidence sequences."""

@@ -1,0 +1,1 @@
+"""Tests of rolleval.testing: the test server and the synthetic run writer."""
