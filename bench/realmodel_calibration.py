@@ -622,6 +622,33 @@ def replicate_aa(frames: list[Any], k: int, draws: int, resamples: int) -> dict[
     }
 
 
+def rollout_permutation_pvalue(root: Path, seeds: list[int], sims: int) -> float | None:
+    """p of the observed variance of the run means when the rollouts (each with its outcome)
+    are permuted between runs within their problem: valid because a rollout's outcome is a
+    function of its prompt and seed (``identity``), whatever run it is placed in."""
+    outcomes: list[dict[str, list[bool]]] = []
+    for seed in seeds:
+        path = root / "main" / f"seed-{seed}" / "tasks" / TASK / "judgements.jsonl"
+        by_problem: dict[str, list[bool]] = {}
+        for line in path.open():
+            rec = json.loads(line)
+            by_problem.setdefault(rec["problem_id"], []).append(bool(rec.get("correct")))
+        outcomes.append(by_problem)
+    pids = sorted(set.intersection(*(set(o) for o in outcomes)))
+    if len(seeds) < 3 or not pids:
+        return None
+    cube = np.array([[o[p] for p in pids] for o in outcomes], dtype=np.float64)  # R x P x n
+    r, p, n = cube.shape
+    observed = np.var(cube.mean(axis=(1, 2)), ddof=1)
+    pooled = cube.transpose(1, 0, 2).reshape(p, r * n)
+    rng = np.random.default_rng(26)
+    hits = 0
+    for _ in range(sims):
+        shuffled = rng.permuted(pooled, axis=1).reshape(p, r, n)
+        hits += np.var(shuffled.mean(axis=(0, 2)), ddof=1) >= observed - 1e-15
+    return (hits + 1) / (sims + 1)
+
+
 def run_effect_anova(frames: list[Any], root: Path, seeds: list[int]) -> dict[str, Any] | None:
     """One-way ANOVA of the per-(run, rollout index) means over problems: is there a run
     effect beyond the rollouts' own spread? Needs no binomial model (F(k-1, k(n-1)))."""
@@ -675,7 +702,15 @@ def cmd_analyze(args: argparse.Namespace) -> int:
                 f"seed groups): false regression {r['false_regression']:.3f}, false improvement "
                 f"{r['false_improvement']:.3f}"
             )
-        results.append({"variant": "main-design", "anova": anova, "replicates": reps})
+        perm = rollout_permutation_pvalue(root, seeds, args.permutations)
+        if perm is not None:
+            print(
+                "main: rollouts permuted between runs within their problem: p of the observed "
+                f"variance of the run means = {perm:.3g}"
+            )
+        results.append(
+            {"variant": "main-design", "anova": anova, "replicates": reps, "rollout_perm": perm}
+        )
         aa = sequential_aa(seeds, frames, args.boot)
         rope_seeds, rope = load_variant(root, "rope")
         power = sequential_power(seeds, frames, rope_seeds, rope, args.resamples) if rope else None
