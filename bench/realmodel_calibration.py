@@ -294,15 +294,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------- identity
 
 
-def _texts_and_verdicts(run: Path) -> tuple[dict[Any, str], dict[Any, bool]]:
-    task = run / "tasks" / TASK
-    texts = {
-        (r["problem_id"], r["index"]): r.get("text")
-        for r in map(json.loads, (task / "rollouts.jsonl").open())
-    }
+def _texts_and_verdicts(run: Path) -> tuple[dict[Any, str | None], dict[Any, bool]]:
+    """The effective rollout text and verdict of every ``(problem id, index)`` of the run's
+    task, read through the typed record model (a run stopped part way reads too); the
+    verdicts of completed rollouts only."""
+    from rolleval.rundir._store import RunDir
+
+    files = RunDir.open(run).require_task(TASK)
+    texts = {k: r.text for k, r in files.read_rollouts().effective.items()}
     verdicts = {
-        (j["problem_id"], j["index"]): bool(j.get("correct"))
-        for j in map(json.loads, (task / "judgements.jsonl").open())
+        k: bool(j.correct)
+        for k, j in files.read_judgements().effective.items()
+        if j.status == "ok"  # completed rollouts only (a run stopped part way has failures)
     }
     return texts, verdicts
 
@@ -628,11 +631,10 @@ def rollout_permutation_pvalue(root: Path, seeds: list[int], sims: int) -> float
     function of its prompt and seed (``identity``), whatever run it is placed in."""
     outcomes: list[dict[str, list[bool]]] = []
     for seed in seeds:
-        path = root / "main" / f"seed-{seed}" / "tasks" / TASK / "judgements.jsonl"
+        _, verdicts = _texts_and_verdicts(root / "main" / f"seed-{seed}")
         by_problem: dict[str, list[bool]] = {}
-        for line in path.open():
-            rec = json.loads(line)
-            by_problem.setdefault(rec["problem_id"], []).append(bool(rec.get("correct")))
+        for (pid, _index), ok in sorted(verdicts.items()):
+            by_problem.setdefault(pid, []).append(ok)
         outcomes.append(by_problem)
     pids = sorted(set.intersection(*(set(o) for o in outcomes)))
     if len(seeds) < 3 or not pids:
@@ -649,18 +651,17 @@ def rollout_permutation_pvalue(root: Path, seeds: list[int], sims: int) -> float
     return (hits + 1) / (sims + 1)
 
 
-def run_effect_anova(frames: list[Any], root: Path, seeds: list[int]) -> dict[str, Any] | None:
+def run_effect_anova(root: Path, seeds: list[int]) -> dict[str, Any] | None:
     """One-way ANOVA of the per-(run, rollout index) means over problems: is there a run
     effect beyond the rollouts' own spread? Needs no binomial model (F(k-1, k(n-1)))."""
     from scipy.stats import f as f_dist
 
     rows = []
     for seed in seeds:
-        path = root / "main" / f"seed-{seed}" / "tasks" / TASK / "judgements.jsonl"
+        _, verdicts = _texts_and_verdicts(root / "main" / f"seed-{seed}")
         cells: dict[int, list[bool]] = {}
-        for line in path.open():
-            rec = json.loads(line)
-            cells.setdefault(rec["index"], []).append(bool(rec.get("correct")))
+        for (_pid, index), ok in verdicts.items():
+            cells.setdefault(index, []).append(ok)
         rows.append([np.mean(cells[j]) for j in sorted(cells)])
     m = np.array(rows)
     k, n = m.shape
@@ -685,7 +686,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         results.append(r)
     seeds, frames = load_variant(root, "main")
     if len(frames) >= 2:
-        anova = run_effect_anova(frames, root, seeds)
+        anova = run_effect_anova(root, seeds)
         if anova:
             print(
                 f"main: run effect on the per-(run, rollout index) means: F = {anova['F']:.2f}, "
