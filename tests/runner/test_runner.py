@@ -206,7 +206,11 @@ def test_every_rollout_failing_is_a_run_error(tmp_path, data_file):
     # 12 rollouts: fewer than the circuit breaker's streak, so the run ends and says why
     with (
         OpenAIServer(faults=lambda r: Fault.http_status(500)) as srv,
-        pytest.raises(RunError, match=r"every one of the 12 rollouts failed .*HTTP 500"),
+        pytest.raises(
+            RunError,
+            match=r"every one of the 12 rollouts failed .*HTTP 500.*resume with: "
+            r"rolleval run --out \S+ --resume$",
+        ),
     ):
         run_eval(
             run_config(srv, data_file, SETTINGS, max_retries=0, n_rollouts=1),
@@ -224,7 +228,8 @@ def test_dead_endpoint_trips_the_breaker_and_the_run_stays_resumable(tmp_path, d
         cfg = run_config(srv, data_file, SETTINGS, max_retries=0, concurrency=2)
         with pytest.raises(
             RunError,
-            match=r"stopped after 2[4-9] consecutive rollouts failed .*rerun with --resume",
+            match=r"stopped after 2[4-9] consecutive rollouts failed .*resume with: "
+            r"rolleval run --out \S+/run --resume \(completed rollouts are kept\)$",
         ):
             run_eval(cfg, tmp_path / "run", progress=False)
     rollouts = (tmp_path / "run" / "tasks" / "sums" / "rollouts.jsonl").read_bytes().splitlines()

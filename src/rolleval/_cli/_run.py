@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import contextlib
-import shlex
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,11 +18,6 @@ if TYPE_CHECKING:
     from .._runner import SequentialOptions
 
 
-def resume_command(out: str) -> str:
-    """The command that continues the run directory ``out`` (shell-quoted)."""
-    return f"rolleval run --out {shlex.quote(out)} --resume"
-
-
 @contextlib.contextmanager
 def _resume_hint_on_interrupt(out: str) -> Iterator[None]:
     """Ctrl-C (or SIGTERM) after the run directory exists: the message names the command
@@ -32,6 +26,8 @@ def _resume_hint_on_interrupt(out: str) -> Iterator[None]:
         yield
     except KeyboardInterrupt:
         if (Path(out) / "manifest.json").exists():
+            from .._runner import resume_command
+
             raise Interrupted(f"resume with: {resume_command(out)}") from None
         raise
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -61,8 +62,15 @@ __all__ = [
     "derive_seed",
     "plan_task",
     "resolve_tasks",
+    "resume_command",
     "run_eval",
 ]
+
+
+def resume_command(out: str) -> str:
+    """The command that continues the run directory ``out`` (shell-quoted): a resumed run
+    reads its settings from the directory, so nothing else is needed."""
+    return f"rolleval run --out {shlex.quote(out)} --resume"
 
 
 @dataclass
@@ -391,11 +399,13 @@ def _finish(
         raise RunError(
             f"{out}: stopped after {counters.streak} consecutive rollouts failed with no success "
             f"(last error: {counters.last_error}); check that the server at {where} is up and serves "
-            f"model {endpoint.model!r}, then rerun with --resume (completed rollouts are kept)"
+            f"model {endpoint.model!r}, then resume with: {resume_command(str(out))} "
+            "(completed rollouts are kept)"
         )
     if requested > 0 and counters.completed == 0:
         writer.set_status("failed")
         raise RunError(
             f"{out}: every one of the {requested} rollouts failed (last error: {counters.last_error}); "
-            f"check that the server at {where} is up and serves model {endpoint.model!r}, then rerun with --resume"
+            f"check that the server at {where} is up and serves model {endpoint.model!r}, then "
+            f"resume with: {resume_command(str(out))}"
         )
