@@ -453,6 +453,20 @@ def test_regrade_of_an_import_with_source_verdicts_names_the_reimport(tmp_path, 
     assert (run / "tasks" / "copycolors_local" / "judgements.jsonl").read_bytes() == before
 
 
+def test_an_import_records_its_source_as_an_absolute_path(tmp_path, monkeypatch, capsys):
+    # Imported from a relative path: the stored source, and the re-import command a
+    # refusal prints from another directory, are absolute.
+    source = (DATA / "lm-eval" / "seed1").resolve()
+    monkeypatch.chdir(source.parent)
+    run = tmp_path / "rel"
+    summary = import_run("lm-eval", "seed1", run)
+    assert summary.source == str(source)
+    assert json.loads((run / "manifest.json").read_text())["import"]["source"] == str(source)
+    monkeypatch.chdir(tmp_path)
+    code, _o, err = run_main(capsys, "regrade", run)
+    assert code == 2 and f"`rolleval import lm-eval {source} --out NEW --regrade TYPE`" in err
+
+
 def test_import_task_name_renames_the_task(harness_runs, tmp_path, capsys):
     out = tmp_path / "lighteval-named"
     code, _printed, err = run_main(

@@ -97,7 +97,7 @@ class ImportResult:
         The source's format (``"lm-eval"``, ``"inspect"``, ``"lighteval"``,
         ``"tracelens"``, ``"sieval"``).
     source : str
-        The file or folder imported.
+        The file or folder imported, as an absolute path.
     correctness : {"source", "regraded"}
         Where every task's judgements came from (see :class:`TaskImportResult`).
     regrade_grader : dict or None
@@ -285,7 +285,9 @@ def write_imported_run(
             del task
         if not imported:
             raise UsageError(f"{run.source}: no task found to import")
-        summary = ImportResult(run.format, str(run.source), correctness, regrade, imported)
+        # Absolute: the re-import command a refusal prints must work from any directory.
+        source = str(Path(run.source).resolve())
+        summary = ImportResult(run.format, source, correctness, regrade, imported)
         writer.write_manifest(
             writer.manifest.model_copy(
                 update={"config": RunSummary(model=run.model), "import_": summary.to_dict()}
