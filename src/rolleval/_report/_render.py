@@ -290,11 +290,16 @@ def emit(
 
 def render_plan(res: dict[str, Any]) -> str:
     """Text form of :func:`rolleval.compare.plan_runs`'s result."""
+    run_level = any("v" in (t.get("run_level") or {}) for t in res["tasks"].values())
+    how = (
+        "with the run-level variance: see each task's run-level line"
+        if run_level
+        else "normal approximation, and a simulation of compare's rule at 100 problems or fewer"
+    )
     lines = [
         f"rolleval plan: the regression verdict at a true pass@1 drop of {res['effect']:g} "
         f"against the threshold {res['threshold']:g}, with power {res['power']:g} at alpha "
-        f"{res['alpha']:g} (paired over problems; normal approximation, and a simulation of "
-        "compare's rule at 100 problems or fewer)"
+        f"{res['alpha']:g} (paired over problems; {how})"
     ]
     if res.get("note"):
         lines.append(f"  NOTE: {res['note']}")
