@@ -17,6 +17,8 @@ from ._options import (
     observe_option,
     output_option,
     power_option,
+    replicate_options,
+    run_noise_option,
     seed_option,
     tasks_option,
     unmatched_option,
@@ -59,33 +61,11 @@ from ._options import (
     is_flag=True,
     help="Refuse runs without content hashes instead of aligning by id.",
 )
-@click.option(
-    "--run-noise",
-    "run_noise",
-    type=click.Path(path_type=str),
-    default=None,
-    help="Run-noise file from `rolleval noise` (A/A replicates of the endpoint): widen the "
-    "interval and p-value by the measured run-level variance.",
+@run_noise_option(
+    "Run-noise file from `rolleval noise` (A/A replicates of the endpoint): widen the "
+    "interval and p-value by the measured run-level variance."
 )
-@click.option(
-    "--baseline-replicate",
-    "baseline_replicates",
-    metavar="DIR",
-    multiple=True,
-    type=click.Path(path_type=str),
-    help="Another run of BASELINE's configuration that differs only in the run seed "
-    "(repeatable): pass@1 counts are pooled over the side's runs and its run-level variance "
-    "is measured from them.",
-)
-@click.option(
-    "--candidate-replicate",
-    "candidate_replicates",
-    metavar="DIR",
-    multiple=True,
-    type=click.Path(path_type=str),
-    help="Another run of CANDIDATE's configuration that differs only in the run seed "
-    "(repeatable); as --baseline-replicate.",
-)
+@replicate_options("BASELINE", "CANDIDATE")
 @observe_option
 @allow_incomplete_option
 @output_option

@@ -15,6 +15,8 @@ from ._options import (
     observe_option,
     output_option,
     power_option,
+    replicate_options,
+    run_noise_option,
     seed_option,
     tasks_option,
     unmatched_option,
@@ -51,6 +53,11 @@ from ._options import (
     help="Pair baseline task BASE with task CAND of RUN (repeatable): for runs that name "
     "one benchmark differently and whose problems do not match by content.",
 )
+@run_noise_option(
+    "Run-noise file from `rolleval noise` (A/A replicates of the endpoint): widen the pass@1 "
+    "comparisons by the measured run-level variance [the policy's run_noise]."
+)
+@replicate_options("--baseline", "RUN")
 @allow_incomplete_option
 @output_option
 @click.option(
@@ -76,12 +83,19 @@ def gate_cmd(
     tasks: tuple[str, ...],
     task_map: tuple[str, ...],
     allow_incomplete: bool,
+    run_noise: str | None,
+    baseline_replicates: tuple[str, ...],
+    candidate_replicates: tuple[str, ...],
     output: str | None,
 ) -> int:
     """Gate RUN against a baseline: exit 1 if a regression is established or a limit broken,
     3 if a gating metric is inconclusive or a baseline task is missing from RUN, 4 if the run
     failed (incomplete, or infra errors over the limit), 0 otherwise. Prints text on a
-    terminal; elsewhere (CI) a Markdown summary, also appended to $GITHUB_STEP_SUMMARY when set."""
+    terminal; elsewhere (CI) a Markdown summary, also appended to $GITHUB_STEP_SUMMARY when set.
+
+    With --run-noise or --baseline-replicate/--candidate-replicate the pass@1 comparisons
+    include the run-level variance, as in `rolleval compare`; without, the output notes that
+    they assume none."""
     from .._report._render import emit
     from ..compare import gate_run, load_policy
 
@@ -98,6 +112,9 @@ def gate_cmd(
         allow_incomplete=allow_incomplete,
         tasks=list(tasks) or None,
         task_map=list(task_map) or None,
+        run_noise=run_noise,
+        baseline_replicates=baseline_replicates,
+        candidate_replicates=candidate_replicates,
     )
     will_exit(res.exit_code)
     if fmt is None:

@@ -29,6 +29,8 @@ __all__ = [
     "observe_option",
     "output_option",
     "power_option",
+    "replicate_options",
+    "run_noise_option",
     "seed_option",
     "task_name",
     "task_option",
@@ -141,6 +143,42 @@ def unmatched_option(f: F) -> F:
         "unchanged ones. Default: left out (and counted) for tasks paired by content, "
         "refused for tasks paired by name or --task-map.",
     )(f)
+
+
+def run_noise_option(help: str) -> Callable[[F], F]:
+    """``--run-noise FILE``: a run-noise file from ``rolleval noise`` (``run_noise=``)."""
+    return click.option(
+        "--run-noise", "run_noise", type=click.Path(path_type=str), default=None, help=help
+    )
+
+
+def replicate_options(base: str, cand: str) -> Callable[[F], F]:
+    """``--baseline-replicate DIR`` and ``--candidate-replicate DIR`` (repeatable):
+    replicate runs of each side (``baseline_replicates=``, ``candidate_replicates=``);
+    ``base`` and ``cand`` name the sides' arguments in the help."""
+
+    def add(f: F) -> F:
+        f = click.option(
+            "--candidate-replicate",
+            "candidate_replicates",
+            metavar="DIR",
+            multiple=True,
+            type=click.Path(path_type=str),
+            help=f"Another run of {cand}'s configuration that differs only in the run seed "
+            "(repeatable); as --baseline-replicate.",
+        )(f)
+        return click.option(
+            "--baseline-replicate",
+            "baseline_replicates",
+            metavar="DIR",
+            multiple=True,
+            type=click.Path(path_type=str),
+            help=f"Another run of {base}'s configuration that differs only in the run seed "
+            "(repeatable): pass@1 counts are pooled over the side's runs and its run-level "
+            "variance is measured from them.",
+        )(f)
+
+    return add
 
 
 def observe_option(f: F) -> F:

@@ -10,6 +10,7 @@ from ._options import (
     format_option,
     n_resamples_option,
     power_option,
+    run_noise_option,
     tasks_option,
 )
 
@@ -55,6 +56,19 @@ from ._options import (
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the simulations.")
 @n_resamples_option
+@run_noise_option(
+    "Run-noise file from `rolleval noise`: plan with the endpoint's run-level variance v "
+    "(the effect's variance gains v_baseline/runs + v_candidate/runs)."
+)
+@click.option(
+    "--runs-per-side",
+    type=click.IntRange(min=1),
+    default=1,
+    show_default=True,
+    help="Runs per side of the planned comparison: 1 (compare --run-noise, v known) or K "
+    "replicate runs (compare --baseline-replicate/--candidate-replicate: v estimated from "
+    "each side's runs, Student t with Satterthwaite df).",
+)
 @format_option()
 def plan_cmd(
     pilot: str,
@@ -69,11 +83,15 @@ def plan_cmd(
     sims: int,
     seed: int,
     n_resamples: int,
+    run_noise: str | None,
+    runs_per_side: int,
     fmt: str,
 ) -> int:
     """Problems and rollouts per problem at which `rolleval compare` says REGRESSION for a
     true pass@1 drop of EFFECT (significant and at least THRESHOLD; Miller 2024). A size of
-    100 problems or fewer is checked by simulating compare's rule (--sims, --n-resamples)."""
+    100 problems or fewer is checked by simulating compare's rule (--sims, --n-resamples).
+    With --run-noise and/or --runs-per-side the sizes include the run-level variance (a
+    Student t reference when the runs per side estimate it), without that simulation."""
     import orjson
 
     from .._report._render import render_plan
@@ -92,6 +110,8 @@ def plan_cmd(
         n_sims=sims,
         rng=seed,
         n_resamples=n_resamples,
+        run_noise=run_noise,
+        runs_per_side=runs_per_side,
     )
     if fmt == "json":
         click.echo(orjson.dumps(res.to_dict(), option=orjson.OPT_INDENT_2).decode())

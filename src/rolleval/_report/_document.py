@@ -745,6 +745,8 @@ def gate_doc(outcome: dict[str, Any]) -> list[Block]:
         *side_incomplete_warnings(outcome),
         Para(outcome.get("multiplicity", "")),
     ]
+    if outcome.get("run_variance_source"):
+        out.append(Para(f"run-level variance of pass@1: {outcome['run_variance_source']}"))
     rows = [
         [
             c["task"],
@@ -757,6 +759,7 @@ def gate_doc(outcome: dict[str, Any]) -> list[Block]:
     ]
     out.append(Table(["task", "check", "value", "verdict", "Holm p"], rows, left=4))
     out += changed_blocks(outcome.get("what_changed"))
+    out += replicate_blocks(outcome.get("replicates"))
     for t in outcome.get("comparisons", []):
         out += comparison_blocks(t)
     notes = [f"note: {r}" for r in outcome.get("reasons", [])]

@@ -290,11 +290,16 @@ def emit(
 
 def render_plan(res: dict[str, Any]) -> str:
     """Text form of :func:`rolleval.compare.plan_runs`'s result."""
+    run_level = any("v" in (t.get("run_level") or {}) for t in res["tasks"].values())
+    how = (
+        "with the run-level variance: see each task's run-level line"
+        if run_level
+        else "normal approximation, and a simulation of compare's rule at 100 problems or fewer"
+    )
     lines = [
         f"rolleval plan: the regression verdict at a true pass@1 drop of {res['effect']:g} "
         f"against the threshold {res['threshold']:g}, with power {res['power']:g} at alpha "
-        f"{res['alpha']:g} (paired over problems; normal approximation, and a simulation of "
-        "compare's rule at 100 problems or fewer)"
+        f"{res['alpha']:g} (paired over problems; {how})"
     ]
     if res.get("note"):
         lines.append(f"  NOTE: {res['note']}")
@@ -310,8 +315,10 @@ def render_plan(res: dict[str, Any]) -> str:
             f"verdict at a drop of {res['effect']:g}: "
             + ("N/A (no variance)" if power_now is None else f"{power_now:.2f}")
         )
+        lines += _run_level_lines(e.get("run_level"))
         if e["required_problems"] is None:
-            lines.append("  problems needed for the regression verdict: none is enough (see NOTE)")
+            why = f"({e['reason']})" if e.get("reason") else "(see NOTE)"
+            lines.append(f"  problems needed for the regression verdict: none is enough {why}")
         else:
             lines.append(
                 f"  problems needed for the regression verdict at the current rollouts per "
@@ -353,6 +360,21 @@ def render_plan(res: dict[str, Any]) -> str:
     return "\n".join(_fit(line) for line in lines)
 
 
+def _run_level_lines(rl: dict[str, Any] | None) -> list[str]:
+    """A plan's run-level part (``TaskPlan.run_level``): v, runs per side, the reference."""
+    if not rl:
+        return []
+    if "v" not in rl:
+        return [f"  run level: {rl['note']}"]
+    df = rl.get("df_at_required_problems")
+    ref = "normal (v known)" if df is None else f"Student t, {df:.3g} Satterthwaite df"
+    line = (
+        f"  run level: v = {rl['v']:.3g} per run, {rl['runs_per_side']} run(s) per side: the "
+        f"effect's variance gains {rl['formula']} = {rl['run_variance']:.3g}; reference {ref}"
+    )
+    return [line + (f"; {rl['note']}" if rl.get("note") else "")]
+
+
 def _planned_power_line(e: dict[str, Any]) -> str:
     """The predicted chance of the verdict at the planned size, and how it was found."""
     pp = e.get("power_planned") or {}
@@ -368,7 +390,8 @@ def _planned_power_line(e: dict[str, Any]) -> str:
         )
     return (
         f"  predicted chance of the regression verdict at {e['required_problems']} problems: "
-        f"{pp['power']:.3f} (normal approximation)" + (f"; {pp['note']}" if pp.get("note") else "")
+        f"{pp['power']:.3f} ({pp.get('method') or 'normal approximation'})"
+        + (f"; {pp['note']}" if pp.get("note") else "")
     )
 
 

@@ -20,7 +20,7 @@ from ..stats import (
     paired_se,
     sign_flip_test,
 )
-from ..stats._runlevel import run_level_adjustment
+from ..stats._runlevel import run_level_adjustment, satterthwaite_df
 from ._input import Sample, Settings
 from ._rule import _excludes_zero
 
@@ -142,15 +142,9 @@ def _interval(sample: Sample, settings: Settings) -> tuple[float | None, float |
 
 
 def _satterthwaite(se: float, sample: Sample) -> float:
-    """Degrees of freedom of ``se_total^2 = se^2 + run_variance`` (Satterthwaite 1946):
-    ``se_total^4 / (se^4 / (units - 1) + run_variance_se^2 / 2)``; inf when the run-level
-    variance is known (``run_variance_se = 0``)."""
-    total2 = se * se + sample.run_variance
-    if sample.run_variance_se == 0 or total2 == 0:
-        return math.inf
-    n_units = sample.n_units
-    problem_part = se**4 / (n_units - 1) if n_units >= 2 else 0.0
-    return total2 * total2 / (problem_part + sample.run_variance_se**2 / 2.0)
+    """Degrees of freedom of ``se_total^2 = se^2 + run_variance``
+    (:func:`rolleval.stats._runlevel.satterthwaite_df` over the sample's units)."""
+    return satterthwaite_df(se, sample.run_variance, sample.run_variance_se, sample.n_units)
 
 
 def estimate(sample: Sample, settings: Settings, method: str) -> Estimate:

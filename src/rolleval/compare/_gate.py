@@ -4,6 +4,8 @@ Policy file (YAML)::
 
     alpha: 0.05                  # family-wise, Holm across every gating comparison
     tasks: [gsm8k, arc_easy]     # optional: gate only these tasks (default: all shared tasks)
+    run_noise: noise.json        # optional: the endpoint's run-level noise (`rolleval noise`),
+                                 # relative to this file; widens the pass@1 comparisons
     metrics:                     # paired comparisons that gate; threshold on the metric's scale
       pass@1: {threshold: 0.02}
       maj@n: {threshold: 0.03}
@@ -22,7 +24,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NamedTuple
@@ -41,19 +43,24 @@ from ..errors import (
     UsageError,
 )
 from ._changed import WhatChanged, side_record, what_changed
-from ._evidence import check_complete, refuse_incomplete
+from ._evidence import refuse_incomplete
 from ._frame import HEALTH_METRICS, ProblemFrame, canonical_metric, load_frames
 from ._options import CompareOptions
 from ._paired import Comparison
 from ._pairs import TaskPair, pair_tasks, parse_task_map
+from ._replicates import REPLICATE_METRIC, SideRuns
 from ._rule import PolicyVerdict
 from ._runs import (
     Overall,
+    RunLevelInputs,
     TaskComparison,
     TaskSettings,
+    compare_pair,
     compare_task,
     decide_overall,
+    incomplete_runs,
     label_sides,
+    load_run_level,
 )
 
 __all__ = ["DEFAULT_POLICY", "GateResult", "gate_run", "load_policy"]
@@ -82,12 +89,21 @@ def load_policy(path: str | os.PathLike[str] | None) -> dict[str, Any]:
         raise DataError(f"not valid YAML ({exc})", path=p) from None
     if not isinstance(doc, dict):
         raise DataError("a policy must be a mapping with 'metrics' and/or 'health'", path=p)
-    unknown = set(doc) - {"alpha", "tasks", "metrics", "health"}
+    unknown = set(doc) - {"alpha", "tasks", "metrics", "health", "run_noise"}
     if unknown:
         raise DataError(
-            f"unknown policy key(s) {', '.join(sorted(unknown))} (allowed: alpha, tasks, metrics, health)",
+            f"unknown policy key(s) {', '.join(sorted(unknown))} (allowed: alpha, tasks, "
+            "metrics, health, run_noise)",
             path=p,
         )
+    if "run_noise" in doc:
+        if not isinstance(doc["run_noise"], str) or not doc["run_noise"]:
+            raise DataError(
+                f"run_noise: give the path of a run-noise file (`rolleval noise ... --output "
+                f"FILE`), got {doc['run_noise']!r:.60}",
+                path=p,
+            )
+        doc["run_noise"] = str(p.parent / doc["run_noise"])  # relative to the policy file
     if "alpha" in doc and not _is_number(doc["alpha"], 0.0, 1.0, open_low=True, open_high=True):
         raise DataError(f"alpha: give a number in (0, 1), got {doc['alpha']!r:.60}", path=p)
     tasks = doc.get("tasks")
@@ -182,12 +198,20 @@ class GateResult:
         The exit code is 0 whatever the verdict.
     reasons : list of str
         One sentence each behind the verdict (incomplete sides, missing tasks, a broken
-        infra limit, the run-level noise assumption).
+        infra limit, where the run-level variance comes from or that it is assumed 0).
     incomplete : list of dict
         The incomplete tasks of either side, gated under ``allow_incomplete`` (as in
         :attr:`CompareResult.incomplete`).
     changed : WhatChanged or None
         What changed between the baseline's and the run's recorded settings.
+    replicates : tuple of SideRuns or None
+        Both sides' runs when replicate runs were given (``None``: one run per side); the
+        run's side has the role ``"candidate"``, as in :attr:`CompareResult.replicates`.
+    run_variance_source : str
+        Where the pass@1 comparisons' run-level variance ``v`` comes from, in one phrase:
+        ``none: assumed 0 ...`` (then ``reasons`` hold :data:`VALIDITY_NOTE`), a run-noise
+        file, or replicate runs (:attr:`RunLevelInputs.source`); each comparison's
+        ``run_level`` and ``run_variance`` give the figures.
     """
 
     verdict: PolicyVerdict
@@ -198,6 +222,8 @@ class GateResult:
     reasons: list[str] = field(default_factory=list)
     incomplete: list[dict[str, Any]] = field(default_factory=list)
     changed: WhatChanged | None = None
+    replicates: tuple[SideRuns, SideRuns] | None = None
+    run_variance_source: str = "none: assumed 0 (the problem-level test alone)"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -205,6 +231,10 @@ class GateResult:
             "exit_code": self.exit_code,
             "observe": self.observe,
             "what_changed": self.changed.to_dict() if self.changed else None,
+            "replicates": (
+                {s.role: s.to_dict() for s in self.replicates} if self.replicates else None
+            ),
+            "run_variance_source": self.run_variance_source,
             "multiplicity": "Holm across all gating comparisons",
             "reasons": self.reasons,
             "incomplete": self.incomplete,
@@ -251,6 +281,9 @@ def gate_run(
     allow_incomplete: bool = False,
     tasks: list[str] | None = None,
     task_map: Mapping[str, str] | list[str] | None = None,
+    run_noise: str | os.PathLike[str] | Mapping[str, float] | None = None,
+    baseline_replicates: Sequence[str | os.PathLike[str]] = (),
+    candidate_replicates: Sequence[str | os.PathLike[str]] = (),
 ) -> GateResult:
     """Decide whether ``run`` may replace ``baseline`` under ``policy``.
 
@@ -259,7 +292,17 @@ def gate_run(
     not share are left out, others refuse); the outcome's ``changed`` lists the recorded
     settings that differ. The policy sets ``alpha`` and each metric's threshold; the other
     statistical settings are the keywords (threaded to every comparison as one
-    :class:`CompareOptions`)."""
+    :class:`CompareOptions`).
+
+    Run-level noise, as in :func:`~rolleval.compare.compare_runs` and by its code
+    (:func:`load_run_level`, :func:`compare_pair`): ``run_noise`` (a run-noise file or
+    ``{task: v}``; default the policy's ``run_noise``) and ``baseline_replicates`` /
+    ``candidate_replicates`` (more runs of a side's configuration, differing only in the run
+    seed) widen the pass@1 comparisons by the run-level variance of the effect. ``v`` is
+    measured on pass@1, so only the pass@1 comparisons take it; other gating comparisons
+    are the first runs' problem-level test, and the reasons say so. ``baseline`` may be a
+    baseline file; so may each baseline replicate, when it records its run seed.
+    """
     policy = policy or DEFAULT_POLICY
     options = CompareOptions(
         alpha=float(policy.get("alpha", 0.05)),
@@ -272,16 +315,20 @@ def gate_run(
 
     refuse_sequential(baseline, run, hint="`rolleval compare BASE RUN` with its own BASE")
     fb = load_frames(baseline)
-    fc = load_frames(run)
+    fc_run = load_frames(run)
     named = list(tasks or []) or list(policy.get("tasks") or [])
-    pairs = _gate_pairs(fb, fc, (baseline, run), policy, named, tasks, task_map)
+    pairs = _gate_pairs(fb, fc_run, (baseline, run), policy, named, tasks, task_map)
+    level = _run_level(
+        policy,
+        (baseline, fb),
+        (run, fc_run),
+        run_noise,
+        (baseline_replicates, candidate_replicates),
+    )
     names = [p.baseline for p in pairs]
     pair_of = {p.baseline: p for p in pairs}
-    fc = {p.baseline: fc[p.candidate] for p in pairs}  # by baseline name from here on
-    incomplete = [
-        *check_complete({t: fb[t] for t in names}, baseline, "baseline"),
-        *check_complete({t: fc[t] for t in names}, run, "run"),
-    ]
+    fc = {p.baseline: fc_run[p.candidate] for p in pairs}  # by baseline name from here on
+    incomplete = incomplete_runs(pairs, (baseline, fb), (run, fc_run), level.sides, "run")
     if not allow_incomplete:
         refuse_incomplete(incomplete)
     reasons = [
@@ -289,20 +336,19 @@ def gate_run(
         f"{i['missing_rollouts']} of {i['requested_rollouts']} rollouts missing); gated under --allow-incomplete"
         for i in incomplete
     ]
-    from ._noise import VALIDITY_NOTE
-
-    reasons.append(VALIDITY_NOTE)
     not_evaluated = [] if named else [t for t in fb if t not in pair_of]
     checks, reason = _missing_checks(not_evaluated)
-    reasons += reason
     limits = _limit_checks(names, fc, policy)
     checks += limits.checks
     if limits.run_failed:
-        reasons.append(
+        reason.append(
             "the infra error rate is over its limit: the run failed (an outage, not a regression); "
             "fix the endpoint and resume the run"
         )
-    gating = _Gating.compare(names, fb, fc, pair_of, policy, options, unmatched)
+    gating = _Gating.compare(
+        _GatingInput(names, fb, fc_run, pair_of, level), policy, options, unmatched
+    )
+    reasons += gating.run_level_notes(level) + reason
     decision = gating.decide(options.alpha)
     if decision is not None:
         reasons += decision.notes
@@ -323,7 +369,38 @@ def gate_run(
         reasons,
         incomplete,
         changed,
+        level.sides,
+        level.source,
     )
+
+
+def _run_level(
+    policy: Mapping[str, Any],
+    baseline: tuple[str | os.PathLike[str], dict[str, ProblemFrame]],
+    run: tuple[str | os.PathLike[str], dict[str, ProblemFrame]],
+    run_noise: str | os.PathLike[str] | Mapping[str, float] | None,
+    replicates: tuple[Sequence[str | os.PathLike[str]], Sequence[str | os.PathLike[str]]],
+) -> RunLevelInputs:
+    """The gate's run-level inputs (:func:`load_run_level`): ``run_noise``, else the
+    policy's; refused (``UsageError``) when the policy gates no pass@1, the one metric a
+    run-level variance is measured on."""
+    if run_noise is None:
+        run_noise = policy.get("run_noise")
+    level = load_run_level(
+        baseline,
+        run,
+        run_noise=run_noise,
+        baseline_replicates=replicates[0],
+        candidate_replicates=replicates[1],
+    )
+    if level.given and REPLICATE_METRIC not in (policy.get("metrics") or {}):
+        given = "replicate runs" if level.sides is not None else "a run-noise file"
+        raise UsageError(
+            f"{given} give the run-level variance of {REPLICATE_METRIC}, which the policy "
+            f"{policy.get('_path', '(default)')} does not gate: add `{REPLICATE_METRIC}: "
+            "{threshold: ...}` to its metrics, or drop the run-level inputs"
+        )
+    return level
 
 
 def _gate_pairs(
@@ -412,6 +489,17 @@ def _limit_checks(
     return _Limits(checks, limits_broken, run_failed)
 
 
+class _GatingInput(NamedTuple):
+    """What the gating comparisons are made of: the tasks (baseline names), both sides'
+    frames (the run's by its own task names), the pairs and the run-level inputs."""
+
+    names: list[str]
+    baseline: Mapping[str, ProblemFrame]
+    run: Mapping[str, ProblemFrame]
+    pair_of: Mapping[str, TaskPair]
+    level: RunLevelInputs
+
+
 @dataclass(frozen=True)
 class _Gating:
     """The gating paired comparisons of every task, by ``task:metric``."""
@@ -424,16 +512,15 @@ class _Gating:
     @classmethod
     def compare(
         cls,
-        names: list[str],
-        fb: Mapping[str, ProblemFrame],
-        fc: Mapping[str, ProblemFrame],
-        pair_of: Mapping[str, TaskPair],
+        inp: _GatingInput,
         policy: Mapping[str, Any],
         options: CompareOptions,
         unmatched: Literal["error", "exclude"] | None,
     ) -> _Gating:
         """Each task compared on each gating metric at its threshold (``metrics`` and the
-        health rates with ``max_increase``)."""
+        health rates with ``max_increase``). pass@1 goes through compare's own path
+        (:func:`compare_pair`: pooled over replicate runs, or widened by a run-noise file's
+        ``v``); the other metrics compare the first runs."""
         gating: list[tuple[str, float]] = [
             (m, float(s["threshold"])) for m, s in (policy.get("metrics") or {}).items()
         ]
@@ -445,20 +532,40 @@ class _Gating:
         comps: dict[str, Comparison] = {}
         task_comps: list[TaskComparison] = []
         forced: set[str] = set()
-        for t in names:
-            for metric, tau in gating:
+        for t in inp.names:
+            pair = inp.pair_of[t]
+            for metric, threshold in gating:
                 settings = TaskSettings(
                     metric=canonical_metric(metric),
-                    options=dataclasses.replace(options, threshold=tau),
+                    options=dataclasses.replace(options, threshold=threshold),
                     unmatched=unmatched,
                 )
-                tc = compare_task(fb[t], fc[t], settings, pair=pair_of[t])
+                if settings.metric == REPLICATE_METRIC:
+                    tc = compare_pair(pair, inp.baseline, inp.run, inp.level, settings)
+                else:
+                    tc = compare_task(inp.baseline[t], inp.run[pair.candidate], settings, pair=pair)
                 key = f"{t}:{metric}"
                 comps[key] = tc.comparison
                 if tc.forced_inconclusive:
                     forced.add(key)
                 task_comps.append(tc)
         return cls(comps, task_comps, frozenset(forced))
+
+    def run_level_notes(self, level: RunLevelInputs) -> list[str]:
+        """Where each pass@1 comparison's run-level variance comes from (compare's notes,
+        :meth:`RunLevelInputs.notes`, with :data:`VALIDITY_NOTE` when it is assumed 0), and
+        which other comparisons rest on the problem-level test alone."""
+        first = [tc for tc in self.task_comparisons if tc.metric == REPLICATE_METRIC]
+        notes = level.notes(first)
+        if level.given:
+            notes += [
+                f"{tc.task}:{tc.metric}: the run-level variance is measured on "
+                f"{REPLICATE_METRIC} only, so this comparison is the problem-level test alone "
+                "on the first runs (it assumes the problems of one run are independent)"
+                for tc in self.task_comparisons
+                if tc.metric != REPLICATE_METRIC
+            ]
+        return notes
 
     def decide(self, alpha: float) -> Overall | None:
         """Holm across every gating comparison (:func:`decide_overall`); None without any."""

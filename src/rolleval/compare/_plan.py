@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -28,6 +29,7 @@ from ..stats import (
 from ._align import Alignment, align_frames
 from ._frame import ProblemFrame, load_frames, resolve_tasks
 from ._options import one_of
+from ._runplan import RunLevelDesign, run_level_sizes
 from ._smallplan import SMALL_T, small_sample_problems, truth_model
 
 __all__ = ["PlanOptions", "PlanResult", "TaskPlan", "plan_runs"]
@@ -60,6 +62,10 @@ class PlanOptions:
     """Seed of the simulations."""
     n_resamples: int = 10_000
     """Resamples of the simulated comparisons (bootstrap and sign-flip test)."""
+    runs_per_side: int = 1
+    """Runs per side of the planned comparison: 1, or ``K >= 2`` replicate runs
+    (``compare --baseline-replicate/--candidate-replicate``), whose run-level variance
+    compare estimates (a t reference; :mod:`._runplan`)."""
 
 
 @dataclass(frozen=True)
@@ -111,6 +117,12 @@ class TaskPlan:
     rollouts_reason : str or None
         Why rollouts per problem are not planned (one rollout per problem on a side: the
         between- and within-problem parts cannot be told apart).
+    run_level : dict or None
+        With a run-level variance (``run_noise``) or replicate runs (``runs_per_side >= 2``):
+        ``v``, ``runs_per_side``, ``run_variance`` (of the effect: ``2 v / runs``),
+        ``reference`` (``"normal"`` for one run per side and a known ``v``; ``"t"`` with
+        replicates), ``df_at_required_problems`` (Satterthwaite), ``se_at_required_problems``
+        and ``note`` (a task the run-noise file lacks). None: the problem-level plan alone.
     sequential : dict or None
         The simulated sequential run (``sequential=True``): ``sims``, ``budget``,
         ``round_problems``, ``mean_problems``, ``p90_problems``, the share of each verdict
@@ -132,6 +144,7 @@ class TaskPlan:
     required_problems_normal: int | None = None
     power_planned: dict[str, Any] | None = None
     rollouts_reason: str | None = None
+    run_level: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict: the task's entry in ``rolleval plan --format json`` (the sizes
@@ -159,6 +172,8 @@ class TaskPlan:
             out["rollouts_reason"] = self.rollouts_reason
         if self.sequential is not None:
             out["sequential"] = self.sequential
+        if self.run_level is not None:
+            out["run_level"] = self.run_level
         return out
 
 
@@ -290,6 +305,9 @@ def _check(options: PlanOptions) -> None:
         raise UsageError(f"`effect` must be a drop > 0 in pass@1 units; got {effect}")
     if not isinstance(threshold, (int, float)) or not 0 <= threshold < 1:
         raise UsageError(f"`threshold` must lie in [0, 1); got {threshold!r}")
+    k = options.runs_per_side
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise UsageError(f"`runs_per_side` must be an integer >= 1; got {k!r}")
     if not 0 < alpha < 1 or not alpha / 2 < power < 1:
         raise UsageError(
             f"`alpha` must lie in (0, 1) and `power` in (alpha/2, 1); got {alpha}, {power}"
@@ -430,6 +448,8 @@ def plan_runs(
     n_sims: int = 1000,
     rng: int = 0,
     n_resamples: int = 10_000,
+    runs_per_side: int = 1,
+    run_noise: str | os.PathLike[str] | Mapping[str, float] | None = None,
 ) -> PlanResult:
     r"""Sizes at which ``rolleval compare`` gives ``regression`` for a true drop of ``effect``.
 
@@ -520,9 +540,13 @@ def plan_runs(
         n_sims=n_sims,
         rng=rng,
         n_resamples=n_resamples,
+        runs_per_side=runs_per_side,
     )
     options = one_of(options, keywords, PlanOptions(), "plan_runs")
     _check(options)
+    from ._runs import _noise_by_task
+
+    noise = _noise_by_task(run_noise)
     by_pilot = load_frames(pilot)
     by_candidate = load_frames(candidate) if candidate is not None else None
     note = _below_note(options)
@@ -540,6 +564,7 @@ def plan_runs(
             options,
             len(names),
             note,
+            _design(name, noise, options.runs_per_side),
         )
         for name in names
     }
@@ -574,12 +599,29 @@ def _below_note(options: PlanOptions) -> str | None:
     )
 
 
+def _design(
+    task: str, noise: Mapping[str, float] | None, runs_per_side: int
+) -> tuple[RunLevelDesign | None, str | None]:
+    """The task's run-level design (None: the problem-level plan alone) and a note when the
+    run-noise file lacks the task."""
+    if noise is None and runs_per_side == 1:
+        return None, None
+    v = None if noise is None else noise.get(task)
+    note = None
+    if noise is not None and v is None:
+        note = "the run-noise file has no run-level variance for this task: v = 0 assumed"
+    if v is None and runs_per_side == 1:
+        return None, note
+    return RunLevelDesign(v or 0.0, runs_per_side), note
+
+
 def _task_plan(
     pilot_frame: ProblemFrame,
     cand_frame: ProblemFrame | None,
     options: PlanOptions,
     n_tasks: int,
     note: str | None,
+    design: tuple[RunLevelDesign | None, str | None] = (None, None),
 ) -> TaskPlan:
     """The plan of one task: its variance components, then the sizes (and the simulated
     sequential run)."""
@@ -598,16 +640,47 @@ def _task_plan(
         if total_only
         else (pilot_frame if cand_frame is None else (pilot_frame, cand_frame, al))
     )
+    if design[0] is not None:
+        figures = _run_level_figures(T, kw, design, options, note, rollouts=frames is not None)
+    else:
+        figures = {**_current(T, kw, options), **_sizes(T, kw, frames, options, note)}
+        if design[1] is not None:
+            figures["run_level"] = {"note": design[1]}
     return TaskPlan(
         T,
         components,
         assumption,
         "ok",
-        **_current(T, kw, options),
-        **_sizes(T, kw, frames, options, note),
+        **figures,
         sequential=_sequential(pilot_frame, options, n_tasks) if options.sequential else None,
         rollouts_reason=components["reason"] if total_only else None,
     )
+
+
+def _run_level_figures(
+    T: int,
+    kw: dict[str, float],
+    design: tuple[RunLevelDesign | None, str | None],
+    options: PlanOptions,
+    note: str | None,
+    *,
+    rollouts: bool,
+) -> dict[str, Any]:
+    """The figures with a run-level variance (:func:`._runplan.run_level_sizes`); no size
+    for a drop not above the threshold (``note``)."""
+    assert design[0] is not None
+    figures = run_level_sizes(T, kw, design[0], options, rollouts)
+    if design[1] is not None:
+        figures["run_level"]["note"] = design[1]
+    if note is not None:
+        figures.update(
+            required_problems=None,
+            required_problems_normal=None,
+            power_planned=None,
+            required_rollouts_at_current_problems=None,
+            reason=note,
+        )
+    return figures
 
 
 def _variance(kw: dict[str, float]) -> float:

@@ -33,6 +33,7 @@ __all__ = [
     "load_side",
     "pool_task",
     "run_seed",
+    "run_variance_se",
 ]
 
 #: The one metric replicate runs are pooled for: correct among scored rollouts.
@@ -167,6 +168,13 @@ def load_side(
 
 
 def _seed_once(path: str, seed: int | None, seen: dict[int, str], role: str) -> None:
+    if seed is None and os.path.isfile(path):
+        raise UsageError(
+            f"{path}: this baseline file records no run seed, so it cannot be shown to be a "
+            f"distinct {role} replicate; give the run directory instead, or save the baseline "
+            "from a run that records its seed (`rolleval run --seed S`, then `rolleval "
+            "baseline save`)"
+        )
     if seed is None:
         raise UsageError(
             f"{path}: records no run seed, so it cannot be shown to be a distinct {role} "
@@ -404,9 +412,9 @@ class ReplicateCounts:
 
 
 def _estimate_se(sides: dict[str, SideNoise]) -> float:
-    """Standard error of ``run_variance`` from the measured sides' run-mean variances:
-    ``Var(S^2) = 2 S^4 / (k - 1)`` for ``k`` runs (normal run means)."""
-    total = 0.0
+    """Standard error of ``run_variance`` from the measured sides' run-mean variances
+    (:func:`run_variance_se`)."""
+    parts = []
     for role, side in sides.items():
         m = side.measured
         if m is None:
@@ -416,7 +424,17 @@ def _estimate_se(sides: dict[str, SideNoise]) -> float:
             for r, s in sides.items()
             if (r == role and s.source == "own replicates") or s.source == f"{role} replicates"
         )
-        total += 2.0 * (weight * m.variance) ** 2 / (m.n_runs - 1)
+        parts.append((weight, m.variance, m.n_runs))
+    return run_variance_se(parts)
+
+
+def run_variance_se(parts: Sequence[tuple[float, float, int]]) -> float:
+    """``sqrt(sum_m 2 (a_m S_m^2)^2 / (k_m - 1))`` over measured sides ``(a_m, S_m^2, k_m)``:
+    the standard error of ``run_variance = sum_m a_m v_m`` when ``S_m^2``, the sample
+    variance of ``k_m`` run means, is the estimate's random part (``Var(S^2) = 2 sigma^4 /
+    (k - 1)`` for normal run means; the binomial part is treated as known). ``a_m`` is the
+    sum of ``1/k`` over the sides using side ``m``'s ``v``."""
+    total = sum(2.0 * (a * s2) ** 2 / (k - 1) for a, s2, k in parts)
     return float(total**0.5)
 
 

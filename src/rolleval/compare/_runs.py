@@ -46,14 +46,17 @@ from ._verdict import gate_decision
 
 __all__ = [
     "CompareResult",
+    "RunLevelInputs",
     "TaskComparison",
     "TaskSettings",
     "compare_frames",
+    "compare_pair",
     "compare_replicate_frames",
     "compare_runs",
     "compare_task",
     "decide_overall",
     "default_threshold",
+    "load_run_level",
 ]
 
 
@@ -768,7 +771,6 @@ def compare_runs(
         power=power,
     )
     opts = one_of(options, keywords, CompareOptions(), "compare_runs")
-    noise = _noise_by_task(run_noise)
     metric = canonical_metric(metric)
     from ._seqruns import refuse_sequential
 
@@ -779,13 +781,16 @@ def compare_runs(
     )
     by_baseline = load_frames(baseline)
     by_candidate = load_frames(candidate)
-    sides = None
     if baseline_replicates or candidate_replicates:
         refuse_metric(metric, [])
-        sides = (
-            load_side("baseline", baseline, baseline_replicates, first_frames=by_baseline),
-            load_side("candidate", candidate, candidate_replicates, first_frames=by_candidate),
-        )
+    level = load_run_level(
+        (baseline, by_baseline),
+        (candidate, by_candidate),
+        run_noise=run_noise,
+        baseline_replicates=baseline_replicates,
+        candidate_replicates=candidate_replicates,
+    )
+    sides = level.sides
     pairs = pair_tasks(
         by_baseline,
         by_candidate,
@@ -793,7 +798,7 @@ def compare_runs(
         task_map=parse_task_map(task_map),
         sources=(baseline, candidate),
     )
-    incomplete = _incomplete(pairs, (baseline, by_baseline), (candidate, by_candidate), sides)
+    incomplete = incomplete_runs(pairs, (baseline, by_baseline), (candidate, by_candidate), sides)
     if not allow_incomplete:
         refuse_incomplete(incomplete)
     skipped, reasons = _unpaired(by_baseline, by_candidate, pairs, named=bool(tasks))
@@ -809,13 +814,8 @@ def compare_runs(
         unmatched=unmatched,
         require_provenance=require_provenance,
     )
-    results = [
-        _compare_pair(pair, by_baseline, by_candidate, sides, noise, settings) for pair in pairs
-    ]
-    if sides is None:
-        reasons.extend(_noise_notes(noise, [p.baseline for p in pairs]))
-    else:
-        reasons.extend(_run_level_notes(results))
+    results = [compare_pair(pair, by_baseline, by_candidate, level, settings) for pair in pairs]
+    reasons.extend(level.notes(results))
     changed = what_changed(
         side_record(baseline, {t: fr.settings for t, fr in by_baseline.items()}),
         side_record(candidate, {t: fr.settings for t, fr in by_candidate.items()}),
@@ -854,39 +854,111 @@ def compare_runs(
     )
 
 
-def _incomplete(
+def incomplete_runs(
     pairs: list[TaskPair],
     baseline: tuple[str | os.PathLike[str], Mapping[str, ProblemFrame]],
     candidate: tuple[str | os.PathLike[str], Mapping[str, ProblemFrame]],
     sides: tuple[SideRuns, SideRuns] | None,
+    candidate_label: str = "candidate",
 ) -> list[dict[str, Any]]:
-    """The paired tasks' missing rollouts, per run of each side (replicates included)."""
+    """The paired tasks' missing rollouts, per run of each side (replicates included);
+    ``candidate_label`` names the candidate side (``"run"`` for ``rolleval gate``)."""
     (b_path, by_b), (c_path, by_c) = baseline, candidate
+    label = {"baseline": "baseline", "candidate": candidate_label}
     out = [
         *check_complete({p.baseline: by_b[p.baseline] for p in pairs}, b_path, "baseline"),
-        *check_complete({p.candidate: by_c[p.candidate] for p in pairs}, c_path, "candidate"),
+        *check_complete({p.candidate: by_c[p.candidate] for p in pairs}, c_path, candidate_label),
     ]
     for side in sides or ():
         names = [p.baseline if side.role == "baseline" else p.candidate for p in pairs]
         for path, frames in zip(side.paths[1:], side.frames[1:]):
-            out += check_complete({t: frames[t] for t in names}, path, side.role)
+            out += check_complete({t: frames[t] for t in names}, path, label[side.role])
     return out
 
 
-def _compare_pair(
+@dataclass(frozen=True)
+class RunLevelInputs:
+    """What a comparison is told of the run-level variance (docs/contract.md, "Run-level
+    noise"): a run-noise file's ``v`` per task, replicate runs per side, both, or neither
+    (the problem-level test alone, with :data:`VALIDITY_NOTE`). Built by
+    :func:`load_run_level`; ``rolleval compare`` and ``rolleval gate`` share it.
+
+    Attributes
+    ----------
+    noise : dict of str to float or None
+        Per task, the run-noise file's run-level variance of one run's mean.
+    sides : tuple of SideRuns or None
+        Both sides' runs when replicate runs were given.
+    noise_file : str or None
+        The run-noise file as given (None: a mapping, or no file).
+    """
+
+    noise: dict[str, float] | None = None
+    sides: tuple[SideRuns, SideRuns] | None = None
+    noise_file: str | None = None
+
+    @property
+    def given(self) -> bool:
+        """A run-noise file or replicate runs were given."""
+        return self.noise is not None or self.sides is not None
+
+    @property
+    def source(self) -> str:
+        """Where ``v`` comes from, in one phrase (the gate's summary line)."""
+        if self.sides is not None:
+            b, c = self.sides
+            runs = f"baseline {b.summary}, candidate {c.summary}"
+            both = "; run-noise file for a side of one run" if self.noise is not None else ""
+            return f"replicate runs ({runs}){both}"
+        if self.noise is not None:
+            where = f" {self.noise_file}" if self.noise_file else ""
+            return f"run-noise file{where} (one run per side: 2 v per comparison)"
+        return "none: assumed 0 (the problem-level test alone)"
+
+    def notes(self, results: Sequence[TaskComparison]) -> list[str]:
+        """The reasons' run-level lines: per task where ``v`` comes from, and
+        :data:`VALIDITY_NOTE` whenever a task's run-level variance is assumed away."""
+        if self.sides is None:
+            return _noise_notes(self.noise, [tc.task for tc in results])
+        return _run_level_notes(list(results))
+
+
+def load_run_level(
+    baseline: tuple[str | os.PathLike[str], dict[str, ProblemFrame]],
+    candidate: tuple[str | os.PathLike[str], dict[str, ProblemFrame]],
+    *,
+    run_noise: str | os.PathLike[str] | Mapping[str, float] | None = None,
+    baseline_replicates: Sequence[str | os.PathLike[str]] = (),
+    candidate_replicates: Sequence[str | os.PathLike[str]] = (),
+) -> RunLevelInputs:
+    """Read a comparison's run-level inputs: the run-noise file (or mapping) and each side's
+    replicate runs, checked (:func:`load_side`: ``UsageError`` naming the run directory, the
+    setting and the fix). ``baseline``/``candidate``: each side's first run and its frames."""
+    noise = _noise_by_task(run_noise)
+    sides = None
+    if baseline_replicates or candidate_replicates:
+        sides = (
+            load_side("baseline", baseline[0], baseline_replicates, first_frames=baseline[1]),
+            load_side("candidate", candidate[0], candidate_replicates, first_frames=candidate[1]),
+        )
+    noise_file = str(run_noise) if isinstance(run_noise, (str, os.PathLike)) else None
+    return RunLevelInputs(noise, sides, noise_file)
+
+
+def compare_pair(
     pair: TaskPair,
     by_baseline: Mapping[str, ProblemFrame],
     by_candidate: Mapping[str, ProblemFrame],
-    sides: tuple[SideRuns, SideRuns] | None,
-    noise: Mapping[str, float] | None,
+    level: RunLevelInputs,
     settings: TaskSettings,
 ) -> TaskComparison:
     """One pair of tasks compared: pooled over replicate runs when there are any, else one
     run per side with the run-level variance of a noise file (twice ``v``: one run a side)."""
-    if sides is not None:
+    noise = level.noise
+    if level.sides is not None:
         return _compare_replicates(
-            [f[pair.baseline] for f in sides[0].frames],
-            [f[pair.candidate] for f in sides[1].frames],
+            [f[pair.baseline] for f in level.sides[0].frames],
+            [f[pair.candidate] for f in level.sides[1].frames],
             settings,
             noise.get(pair.baseline) if noise is not None else None,
             pair,

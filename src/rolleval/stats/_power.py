@@ -376,7 +376,7 @@ def required_rollouts(
 
 
 def regression_power(
-    delta: float, *, se: float, threshold: float = 0.0, alpha: float = 0.05
+    delta: float, *, se: float, threshold: float = 0.0, alpha: float = 0.05, df: float = math.inf
 ) -> float:
     r"""Probability that a true drop ``delta`` gives the ``regression`` verdict.
 
@@ -390,6 +390,17 @@ def regression_power(
     flagged about half the time, whatever the size. The other tail (a significant gain) is
     ignored; it is below ``alpha/2``.
 
+    With ``df < inf`` (a Student t reference: ``rolleval compare`` with a run-level variance
+    estimated from replicate runs, Satterthwaite ``df``) the significance part is the
+    noncentral t power of the studentized drop, and the threshold part stays normal:
+
+    .. math:: P = \min\left(1 - F_{t'}(t_{1-\alpha/2,\,df};\ df,\ \delta / se),\;
+              \Phi\left(\frac{\delta - \tau}{se}\right)\right),
+
+    ``F_{t'}`` the noncentral t CDF (``scipy.stats.nct``). The regression verdict needs both
+    events; for a known ``se`` the joint probability is exactly the smaller of the two (both
+    are ``effect <= -c`` for some ``c``), which is the formula above at ``df = inf``.
+
     Parameters
     ----------
     delta : float
@@ -400,6 +411,8 @@ def regression_power(
         ``tau >= 0`` of the verdict.
     alpha : float, default 0.05
         Two-sided level.
+    df : float, default inf
+        Degrees of freedom of the test's reference (``inf``: normal).
 
     Returns
     -------
@@ -423,5 +436,14 @@ def regression_power(
     se_ = check_positive(se, "se")
     tau = _check_threshold(threshold)
     alpha_ = check_open_unit(alpha, "alpha")
-    z_a = _STD_NORMAL.inv_cdf(1.0 - alpha_ / 2.0)
-    return _STD_NORMAL.cdf((delta_ - max(tau, z_a * se_)) / se_)
+    if not (isinstance(df, (int, float)) and df > 0):
+        raise UsageError(f"df must be > 0 (inf: normal), got {df!r}")
+    if math.isinf(df):
+        z_a = _STD_NORMAL.inv_cdf(1.0 - alpha_ / 2.0)
+        return _STD_NORMAL.cdf((delta_ - max(tau, z_a * se_)) / se_)
+    from scipy.stats import nct
+    from scipy.stats import t as t_dist
+
+    q = float(t_dist.isf(alpha_ / 2.0, df))
+    significant = float(nct.sf(q, df, delta_ / se_))
+    return min(significant, _STD_NORMAL.cdf((delta_ - tau) / se_))

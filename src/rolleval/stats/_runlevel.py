@@ -310,3 +310,28 @@ def run_level_adjustment(
         lam,
         float(df),
     )
+
+
+def satterthwaite_df(se: float, run_variance: float, run_variance_se: float, n_units: int) -> float:
+    r"""Degrees of freedom of ``se_total^2 = se^2 + run_variance`` (Satterthwaite 1946).
+
+    .. math:: \nu = \frac{(se^2 + v_{run})^2}{se^4 / (U - 1) + SE(v_{run})^2 / 2}
+
+    with ``U`` the units (problems or clusters) behind ``se`` (``se^2`` on ``U - 1`` degrees
+    of freedom) and ``SE(v_run)`` the standard error of the run-level variance as an
+    estimate (``Var(S^2) = 2 sigma^4 / (k - 1)`` for ``k`` normal run means, so an
+    estimate on ``k - 1`` degrees of freedom has ``SE^2 / 2 = sigma^4 / (k - 1)``).
+    ``inf`` (a normal reference) when the run-level variance is known
+    (``run_variance_se = 0``) or the total is 0. ``rolleval compare`` uses it for the
+    interval and p-value, ``rolleval plan`` for the size of a replicate design.
+
+    References
+    ----------
+    .. [1] F. E. Satterthwaite, "An approximate distribution of estimates of variance
+       components", *Biometrics Bulletin* 2(6):110-114, 1946.
+    """
+    total2 = se * se + run_variance
+    if run_variance_se == 0 or total2 == 0:
+        return math.inf
+    problem_part = se**4 / (n_units - 1) if n_units >= 2 else 0.0
+    return total2 * total2 / (problem_part + run_variance_se**2 / 2.0)
