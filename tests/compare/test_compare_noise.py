@@ -81,6 +81,11 @@ def test_bad_noise_inputs_are_usage_errors(tmp_path: Path) -> None:
         load_run_noise(bad)
     with pytest.raises(UsageError, match="run_noise"):
         compare_runs(runs[0], runs[1], n_resamples=200, run_noise={"synthetic_math": -1.0})
+    # v is measured on pass@1 run means: another metric does not take it (as in the gate)
+    with pytest.raises(UsageError, match="run-level variance of pass@1, not of maj@n"):
+        compare_runs(
+            runs[0], runs[1], n_resamples=200, metric="maj@n", run_noise={"synthetic_math": 1e-4}
+        )
 
 
 def test_cli_noise_then_compare_with_it(tmp_path: Path) -> None:

@@ -34,6 +34,7 @@ from ._options import CompareOptions, one_of
 from ._paired import Comparison, PairedInput, paired_compare
 from ._pairs import TaskPair, pair_tasks, parse_task_map
 from ._replicates import (
+    REPLICATE_METRIC,
     ReplicateCounts,
     RunLevel,
     SideRuns,
@@ -783,6 +784,11 @@ def compare_runs(
     by_candidate = load_frames(candidate)
     if baseline_replicates or candidate_replicates:
         refuse_metric(metric, [])
+    if run_noise is not None and metric != REPLICATE_METRIC:
+        raise UsageError(
+            f"a run-noise file gives the run-level variance of {REPLICATE_METRIC}, not of "
+            f"{metric}: compare {REPLICATE_METRIC} with --run-noise, or drop --run-noise"
+        )
     level = load_run_level(
         (baseline, by_baseline),
         (candidate, by_candidate),
