@@ -100,20 +100,19 @@ def compare_cmd(
     no regression (improvement, equivalent, or a significant change below the threshold);
     1: regression; 3: inconclusive, not enough evidence, or a baseline task missing from the
     candidate; 2: the runs cannot be compared; 4: a run is incomplete (resume it).
+
+    A CANDIDATE made by `run --until-decided` gets its recorded sequential verdict against
+    its own BASE, in every --format and --html; a flag it cannot honour exits 2.
     """
-    from .._report._render import emit
     from ..compare import compare_runs
-    from ..compare._seqruns import compare_sequential_run, sequential_design_of
+    from ..compare._seqruns import sequential_design_of
 
-    if sequential_design_of(candidate) is not None:
-        if baseline_replicates or candidate_replicates:
-            from ..errors import UsageError
-
-            raise UsageError(
-                f"{candidate}: a sequential run (--until-decided) is judged by its recorded "
-                "design against its own BASE; drop --baseline-replicate/--candidate-replicate"
-            )
-        return _sequential(baseline, candidate, fmt, output, compare_sequential_run)
+    design = sequential_design_of(candidate)
+    if design is not None:
+        _refuse_unhonoured(candidate, design.model_dump(mode="json"), metric, threshold, alpha)
+        return _sequential(
+            baseline, candidate, tasks, observe, require_provenance, output, fmt, html_path
+        )
     res = compare_runs(
         baseline,
         candidate,
@@ -134,8 +133,17 @@ def compare_cmd(
         baseline_replicates=baseline_replicates,
         candidate_replicates=candidate_replicates,
     )
-    will_exit(res.exit_code)
-    data = res.to_dict()
+    return _finish(res.to_dict(), res.exit_code, output, fmt, html_path)
+
+
+def _finish(
+    data: dict[str, Any], exit_code: int, output: str | None, fmt: str, html_path: str | None
+) -> int:
+    """Write ``--output``, print ``--format``, write ``--html``: one comparison's result (a
+    fixed-design or a sequential one: the renderers tell them apart by its ``design``)."""
+    from .._report._render import emit
+
+    will_exit(exit_code)
     if output:
         write_output(output, data)
     click.echo(emit("compare", data, fmt))
@@ -143,31 +151,101 @@ def compare_cmd(
         from .._report._html import compare_html, write_html
 
         click.echo(f"HTML report: {write_html(html_path, compare_html(data))}", err=fmt != "text")
-    return res.exit_code
+    return exit_code
 
 
-def _sequential(baseline: str, candidate: str, fmt: str, output: str | None, run: Any) -> int:
-    """A sequential candidate: its recorded design's verdict (text names the design)."""
-    import json
+#: The compare flags a sequential candidate cannot honour, with why (one usage error each).
+_SEQUENTIAL_REFUSES = {
+    "power": "a sequential verdict has no minimum detectable effect: the run stopped when its "
+    "confidence sequence decided",
+    "confidence_level": "the confidence sequence's level is the run's recorded alpha",
+    "n_resamples": "a sequential verdict uses no bootstrap or other resampling",
+    "seed": "a sequential verdict uses no resampling seed; the visit order's seed is recorded in the run",
+    "task_map": "a sequential run pairs each task with BASE's task of the same name, fixed when "
+    "it started",
+    "unmatched": "a sequential run's problems are BASE's, matched when it started",
+    "run_noise": "the confidence sequence has no run-level variance term",
+    "baseline_replicates": "a sequential run is judged by its recorded design against its own "
+    "BASE alone",
+    "candidate_replicates": "a sequential run is judged by its recorded design against its own "
+    "BASE alone",
+    "allow_incomplete": "a sequential verdict holds wherever the run stopped (the confidence "
+    "sequence is anytime-valid): there is nothing to allow",
+}
 
-    from ..compare._sequential import sequential_summary
 
-    res = run(baseline, candidate)
-    data = res.to_dict()
-    if output:
-        write_output(output, data)
-    if fmt == "json":
-        click.echo(json.dumps(data, indent=2))
-    else:
-        from .._report._document import changed_blocks
-        from .._report._render import to_markdown, to_text
+def _refuse_unhonoured(
+    candidate: str, design: dict[str, Any], metric: str, threshold: float | None, alpha: float
+) -> None:
+    """``UsageError`` (exit 2) naming the first compare flag given that a sequential
+    candidate cannot honour; ``--metric``, ``--threshold`` and ``--alpha`` are honoured when
+    they restate the recorded design, refused when they differ from it."""
+    from click.core import ParameterSource
 
-        click.echo(f"compare ({data['method']})")
-        click.echo(sequential_summary(res.design))
-        click.echo(f"verdict: {data['verdict']} (exit {data['exit_code']})")
-        blocks = changed_blocks(data["what_changed"])
-        click.echo(to_text(blocks) if fmt == "text" else to_markdown(blocks))
-    return int(res.exit_code)
+    from ..errors import UsageError
+
+    ctx = click.get_current_context()
+    given = {
+        p.name
+        for p in ctx.command.params
+        if p.name
+        and ctx.get_parameter_source(p.name)
+        not in (None, ParameterSource.DEFAULT, ParameterSource.DEFAULT_MAP)
+    }
+    for name, why in _SEQUENTIAL_REFUSES.items():
+        if name in given:
+            flag = next(p.opts[0] for p in ctx.command.params if p.name == name)
+            raise UsageError(
+                f"{flag}: {candidate} is a sequential run (--until-decided): {why}; drop {flag}"
+            )
+    recorded = {
+        "metric": design["metric"],
+        "threshold": design["threshold"],
+        "alpha": design["alpha"],
+    }
+    asked = {"metric": metric, "threshold": threshold, "alpha": alpha}
+    for name, value in asked.items():
+        if name in given and not _restates(name, value, recorded[name]):
+            raise UsageError(
+                f"--{name} {value}: {candidate} is a sequential run that stopped on its recorded "
+                f"{name} {recorded[name]} (its looks and verdict depend on it); drop --{name} "
+                f"or give {recorded[name]}"
+            )
+
+
+def _restates(name: str, value: Any, recorded: Any) -> bool:
+    """Whether a flag's value is the recorded design's (a metric in any spelling)."""
+    if name != "metric":
+        return bool(float(value) == float(recorded))
+    from ..metrics import parse_metric_name
+
+    try:
+        return parse_metric_name(str(value)) == parse_metric_name(str(recorded))
+    except ValueError:
+        return str(value).strip().lower() == str(recorded).strip().lower()
+
+
+def _sequential(
+    baseline: str,
+    candidate: str,
+    tasks: tuple[str, ...],
+    observe: bool,
+    require_provenance: bool,
+    output: str | None,
+    fmt: str,
+    html_path: str | None,
+) -> int:
+    """A sequential candidate: its recorded design's verdict, in every format and --html."""
+    from ..compare._seqruns import compare_sequential_run
+
+    res = compare_sequential_run(
+        baseline,
+        candidate,
+        tasks=list(tasks) or None,
+        observe=observe,
+        require_provenance=require_provenance,
+    )
+    return _finish(res.to_dict(), res.exit_code, output, fmt, html_path)
 
 
 @cli.command("noise")

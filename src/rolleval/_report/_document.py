@@ -28,6 +28,7 @@ __all__ = [
     "f4",
     "gate_doc",
     "incomplete_warnings",
+    "looks_table",
     "metric_group",
     "run_doc",
     "s4",
@@ -212,8 +213,11 @@ def _metric_tables(rep: dict[str, Any], all_metrics: bool | None) -> list[Block]
 
 def incomplete_warnings(report: dict[str, Any]) -> list[str]:
     """One warning per task of a run report with rollouts missing (an interrupted run):
-    its numbers are over part of the problems."""
+    its numbers are over part of the problems. A task of a sequential run that stopped on
+    its verdict gets a note instead (its design left the other problems unvisited; such a
+    run cannot be resumed)."""
     out = []
+    seq = (report.get("sequential") or {}).get("tasks") or {}
     for name, rep in report.get("tasks", {}).items():
         miss = (rep.get("health") or {}).get("missing") or {}
         if not miss.get("count"):
@@ -225,12 +229,31 @@ def incomplete_warnings(report: dict[str, Any]) -> list[str]:
             if complete is not None
             else f"{total - rep['problems'].get('with_gradable_rollout', 0)} of {total} problems without a gradable rollout"
         )
+        if name in seq:
+            out.append(_sequential_note(name, seq[name], head))
+            continue
         out.append(
             f"WARNING: incomplete run: task {name}: {head} complete ({miss['count']} of "
             f"{miss['of']} rollouts missing); the numbers below cover only what was run: resume "
             "it (rolleval run --out RUN --resume)"
         )
     return out
+
+
+def _sequential_note(name: str, rec: dict[str, Any], head: str) -> str:
+    """The incomplete-run line of a sequential run's task: settled (the design stopped it)
+    or not (interrupted; a sequential run is not resumable)."""
+    if rec.get("verdict") is not None:
+        return (
+            f"sequential run: task {name}: {head} complete: the run stopped when its verdict "
+            f"was settled ({_words(rec['verdict'])}); the numbers below cover only the "
+            "problems it visited"
+        )
+    return (
+        f"WARNING: incomplete sequential run: task {name}: {head} complete and no verdict "
+        "settled; the numbers below cover only what was run (a sequential run cannot be "
+        "resumed: start it again)"
+    )
 
 
 def side_incomplete_warnings(result: dict[str, Any]) -> list[Block]:
@@ -352,11 +375,43 @@ def run_doc(report: dict[str, Any], *, all_metrics: bool | None = False) -> list
             )
         )
         out.append(Bullets([stopped_line(name, rec) for name, rec in seq["tasks"].items()]))
+        for name, rec in seq["tasks"].items():
+            n = len(rec.get("looks") or [])
+            out.append(
+                Details(
+                    f"{name}: the {n} looks of the confidence sequence",
+                    [looks_table(rec.get("looks") or [])],
+                )
+            )
     for rep in report["tasks"].values():
         out += task_blocks(rep, all_metrics=all_metrics)
     if not report["tasks"]:
         out.append(Para("(no tasks)"))
     return out
+
+
+def looks_table(looks: list[dict[str, Any]]) -> Table:
+    """Every look of one task of a sequential run (``SequentialLook`` records: the task's
+    ``looks`` in the manifest's ``sequential``, a sequential comparison's ``sequence``): the
+    problems used, those with a paired difference, the running mean difference and the
+    confidence sequence's bounds on it, and the verdict that look gave."""
+    rows = [
+        [
+            str(i),
+            str(look["problems"]),
+            str(look["values"]),
+            s4(look.get("effect")),
+            s4(look["lower"]),
+            s4(look["upper"]),
+            _words(look["verdict"]) if look.get("verdict") else "look again",
+        ]
+        for i, look in enumerate(looks, 1)
+    ]
+    return Table(
+        ["look", "problems used", "with a difference", "effect", "lower", "upper", "verdict"],
+        rows,
+        left=1,
+    )
 
 
 # --------------------------------------------------------------------------- comparison

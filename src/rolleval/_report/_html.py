@@ -36,15 +36,24 @@ from ._document import (
     f4,
     gate_doc,
     incomplete_warnings,
+    looks_table,
     needed_text,
     s4,
     task_blocks,
 )
 from ._html_assets import CSS, JS
 from ._html_data import SideView, TaskView, read_side
-from ._svg import bars_svg, curves_svg, forest_svg, paired_bars_svg, scatter_svg
+from ._seqdoc import ANYTIME_NOTE, is_sequential, sequential_compare_doc, sequential_design_line
+from ._svg import bars_svg, curves_svg, forest_svg, paired_bars_svg, scatter_svg, sequence_svg
 
-__all__ = ["blocks_html", "compare_html", "gate_html", "report_html", "write_html"]
+__all__ = [
+    "blocks_html",
+    "compare_html",
+    "gate_html",
+    "report_html",
+    "sequential_compare_html",
+    "write_html",
+]
 
 _BAD = {"regression", "blocked", "run_failed"}
 _GOOD = {"pass", "improvement", "equivalent_within_threshold", "significant_below_threshold"}
@@ -340,6 +349,33 @@ def _curve_series(rep: dict[str, Any]) -> list[tuple[str, list[_CurvePoint]]]:
     return out
 
 
+def _sequential_run_section(seq: dict[str, Any]) -> str:
+    """A sequential run's section of its report page (the manifest's ``sequential``): the
+    design, where each task stopped, the chart of each task's sequence and its looks."""
+    from ..compare._sequential import stopped_line
+
+    tasks = seq["tasks"]
+    lines = "".join(f"<li>{_e(stopped_line(name, rec))}</li>" for name, rec in tasks.items())
+    charts = "".join(
+        _sequence_figure(name, rec.get("looks") or [], len(rec["order"]), seq["threshold"])
+        for name, rec in tasks.items()
+    )
+    tables = blocks_html(
+        [
+            Details(f"{name}: every look", [looks_table(rec.get("looks") or [])])
+            for name, rec in tasks.items()
+        ]
+    )
+    return (
+        f'<section class="sequential"><h2>sequential run: {_e(seq.get("verdict") or "not settled")}</h2>'
+        f'<p class="muted">{_e(seq.get("method"))}; alpha {_e(seq.get("alpha"))} '
+        f"({_e(seq.get('multiplicity'))}); threshold {_e(seq.get('threshold'))}; "
+        f"order seed {_e(seq.get('order_seed'))}; rounds of {_e(seq.get('round_problems'))} "
+        f"problems</p><ul>{lines}</ul>"
+        f'<div class="plots">{charts}</div>{tables}</section>'
+    )
+
+
 def report_html(
     report: dict[str, Any],
     *,
@@ -365,17 +401,7 @@ def report_html(
     )
     seq = report.get("sequential")
     if seq:
-        from ..compare._sequential import stopped_line
-
-        lines = "".join(
-            f"<li>{_e(stopped_line(name, rec))}</li>" for name, rec in seq["tasks"].items()
-        )
-        parts.append(
-            f'<section class="sequential"><h2>sequential run: {_e(seq.get("verdict") or "not settled")}</h2>'
-            f'<p class="muted">{_e(seq.get("method"))}; alpha {_e(seq.get("alpha"))} '
-            f"({_e(seq.get('multiplicity'))}); threshold {_e(seq.get('threshold'))}; "
-            f"order seed {_e(seq.get('order_seed'))}</p><ul>{lines}</ul></section>"
-        )
+        parts.append(_sequential_run_section(seq))
     for name, rep in report["tasks"].items():
         view = side.tasks.get(name)
         figs = []
@@ -479,7 +505,12 @@ def _comparison_page(
     baseline: str | None,
     candidate: str | None,
     changed: str = "",
+    *,
+    lead_figures: list[str] | None = None,
 ) -> str:
+    """The page of a comparison or gate: banner, what changed, the figures (``lead_figures``
+    first, then the forest plot of the ``comparisons`` and per task the scatter and token
+    histograms), the facts and the problem browser of both sides."""
     tasks = list(dict.fromkeys(t["task"] for t in comparisons))
     # a candidate task paired across names (content or --task-map) is shown under the baseline's
     cand_of = {t["task"]: t.get("candidate_task") or t["task"] for t in comparisons}
@@ -491,7 +522,7 @@ def _comparison_page(
     )
     sc.tasks = {b: sc.tasks[c] for b, c in cand_of.items() if c in sc.tasks}
     parts = [banner, changed]
-    figs = []
+    figs = list(lead_figures or [])
     if comparisons:
         thr = max((t.get("threshold") or 0.0) for t in comparisons)
         rows = [
@@ -548,7 +579,10 @@ def _changed_html(changed: dict[str, Any] | None) -> str:
 
 
 def compare_html(result: dict[str, Any]) -> str:
-    """A comparison (``CompareResult.to_dict()``) as one HTML page."""
+    """A comparison (``CompareResult.to_dict()``) as one HTML page; a sequential run's
+    (``SequentialCompareResult.to_dict()``) as :func:`sequential_compare_html`'s page."""
+    if is_sequential(result):
+        return sequential_compare_html(result)
     banner = _banner(result["verdict"], result["exit_code"], "rolleval compare", result["tasks"])
     # the banner replaces the title; "what changed" stands beside it, not among the facts
     facts = compare_doc({**result, "what_changed": None})[1:]
@@ -560,6 +594,76 @@ def compare_html(result: dict[str, Any]) -> str:
         result.get("baseline"),
         result.get("candidate"),
         _changed_html(result.get("what_changed")),
+    )
+
+
+def _sequence_figure(name: str, looks: list[dict[str, Any]], budget: int, threshold: float) -> str:
+    """The chart of one task's confidence sequence over its looks, with its caption."""
+    points = [(lk["problems"], lk["lower"], lk["upper"], lk.get("effect")) for lk in looks]
+    svg = sequence_svg(
+        points, budget=budget, threshold=threshold, label=f"{name}: confidence sequence"
+    )
+    return _figure(
+        svg,
+        f"{name}: the confidence sequence of the mean difference over the problems used "
+        f"(budget {budget}): band and segments the lower and upper bounds at each look, line "
+        f"the running estimate, grey lines ±{threshold:g}, dotted the look it stopped at",
+    )
+
+
+def _sequential_banner(result: dict[str, Any]) -> str:
+    """The verdict banner of a sequential comparison: per task where it stopped and why."""
+    verdict = result["verdict"]
+    lines = []
+    for t in result["tasks"]:
+        lines.append(
+            f'<li><span class="badge {_tone(t["verdict"])}">{_e(t["verdict"].replace("_", " "))}</span> '
+            f"{_e(result['metric'])}, {_e(t['summary'])}; threshold "
+            f"±{_e(_g(result.get('threshold')))}</li>"
+        )
+        if t.get("reason"):
+            lines.append(f'<li class="need">why it stopped: {_e(t["reason"])}</li>')
+    observe = ", --observe" if result.get("observe") else ""
+    return (
+        f'<div class="banner {_tone(verdict)}" id="verdict"><h1>rolleval compare (sequential): '
+        f'<span class="badge {_tone(verdict)}">{_e(verdict.replace("_", " "))}</span> '
+        f"(exit {result['exit_code']}{observe})</h1>"
+        f'<p class="muted">{_e(sequential_design_line(result))}</p>'
+        f'<ul>{"".join(lines)}</ul><p class="muted">{_e(ANYTIME_NOTE)}</p></div>'
+    )
+
+
+def sequential_compare_html(result: dict[str, Any]) -> str:
+    """A sequential run's comparison (``SequentialCompareResult.to_dict()``) as one HTML
+    page in the compare page's style: the banner (verdict, design, where and why each task
+    stopped), what changed, per task the chart of its confidence sequence, the forest plot
+    of the last look's bounds, the facts with every look, and the problem browser."""
+    figures = [
+        _sequence_figure(t["task"], t.get("sequence") or [], t["budget"], result["threshold"])
+        for t in result["tasks"]
+    ]
+    last = [
+        {
+            "task": t["task"],
+            "metric": result["metric"],
+            "verdict": t["verdict"],
+            "effect": ((t.get("sequence") or [{}])[-1]).get("effect"),
+            "ci_low": t.get("ci_low"),
+            "ci_high": t.get("ci_high"),
+            "threshold": result["threshold"],
+        }
+        for t in result["tasks"]
+    ]
+    facts = sequential_compare_doc({**result, "what_changed": None}, collapse_looks=False)[1:]
+    return _comparison_page(
+        "rolleval compare (sequential)",
+        _sequential_banner(result),
+        last,
+        facts,
+        result.get("baseline"),
+        result.get("candidate"),
+        _changed_html(result.get("what_changed")),
+        lead_figures=figures,
     )
 
 

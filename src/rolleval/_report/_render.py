@@ -1,7 +1,8 @@
 """Text and Markdown renderers of the report model (:mod:`rolleval._report._document`).
 
 ``render(kind, data, fmt)`` is the one entry point of ``report``, ``compare`` and ``gate``:
-``kind`` is ``run``, ``compare``, ``gate`` or ``drift``; ``fmt`` is ``text`` (a terminal view that fits
+``kind`` is ``run``, ``compare`` (a sequential run's comparison too, by its ``design``),
+``gate`` or ``drift``; ``fmt`` is ``text`` (a terminal view that fits
 100 columns, coloured only on a terminal and never under ``NO_COLOR``), ``json`` (the result
 itself), ``md`` (GitHub-flavoured Markdown for a pull-request comment) or ``github`` (the
 Markdown, also appended to ``$GITHUB_STEP_SUMMARY`` when set). Every string that may come
@@ -34,6 +35,7 @@ from ._document import (
 )
 from ._drift import drift_doc
 from ._formats import FORMATS
+from ._seqdoc import is_sequential, sequential_compare_doc
 
 __all__ = [
     "FORMATS",
@@ -237,6 +239,8 @@ def render(
         blocks = run_doc(
             data, all_metrics=True if all_metrics else (False if fmt == "text" else None)
         )
+    elif kind == "compare" and is_sequential(data):
+        blocks = sequential_compare_doc(data)
     else:
         blocks = _DOCS[kind](data)
     if fmt == "text":

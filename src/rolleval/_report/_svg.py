@@ -17,6 +17,8 @@ __all__ = [
     "nice_ticks",
     "paired_bars_svg",
     "scatter_svg",
+    "sequence_svg",
+    "step_ticks",
 ]
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#17becf")
@@ -278,3 +280,120 @@ def scatter_svg(points: Sequence[tuple[float, float, int]], *, label: str) -> st
             f'fill="{color}" fill-opacity="0.45"><title>{n} problem(s): baseline {x:.3f}, candidate {y:.3f}</title></circle>'
         )
     return _svg(body, label)
+
+
+def step_ticks(top: float, *, most: int = 6) -> list[int]:
+    """Ticks ``0, s, 2s, ...`` up to ``top`` with a round whole step ``s`` (1, 2 or 5 times a
+    power of ten), at most ``most`` of them."""
+    exp = 0
+    while True:
+        for mult in (1, 2, 5):
+            step = mult * 10**exp
+            if int(top // step) + 1 <= most:
+                return list(range(0, int(top) + 1, step))
+        exp += 1
+
+
+#: One look of a confidence sequence: problems used, lower bound, upper bound, estimate
+#: (None before the first paired difference).
+SequenceLook = tuple[int, float, float, float | None]
+
+
+def _sequence_legend() -> list[str]:
+    items = [
+        ('fill="#1f77b4" fill-opacity="0.25"', "confidence sequence"),
+        ('fill="#1f77b4"', "running estimate"),
+        ('fill="#9e9e9e"', "±threshold"),
+    ]
+    return [
+        f'<rect x="{_W - _R - 128}" y="{_T + 4 + 14 * i}" width="10" height="10" {style}/>'
+        f'<text x="{_W - _R - 114}" y="{_T + 13 + 14 * i}" font-size="10">{_e(name)}</text>'
+        for i, (style, name) in enumerate(items)
+    ]
+
+
+def sequence_svg(
+    looks: Sequence[SequenceLook], *, budget: int, threshold: float, label: str
+) -> str:
+    """A confidence sequence over its looks: x the problems used (0 to ``budget``), y the
+    mean difference (candidate - baseline) on a symmetric axis; the band between the lower
+    and upper bounds with one vertical segment per look (class ``cs``, its figures in
+    ``data-`` attributes), the running estimate (``estimate``), the line at 0 (``zero``),
+    the lines at -threshold and +threshold (``threshold``) and the stopping look
+    (``stop``). The plot's frame and domain are on its ``g.sequence`` element's ``data-``
+    attributes: ``x = left + problems / budget * (right - left)``, ``y = bottom - (v + span)
+    / (2 span) * (bottom - top)``."""
+    bounds = [abs(v) for _, lo, hi, _ in looks for v in (lo, hi)]
+    ticks, decimals = nice_ticks(max([*bounds, 1.5 * threshold, 1e-3]), most=9)
+    span = ticks[-1]
+    left, right, top, bottom = _L, _W - _R, _T, _H - _B
+    xmax = max(budget, 1)
+
+    def xs(n: float) -> float:
+        return left + n / xmax * (right - left)
+
+    ys = _yscale(-span, span)
+    body = _axes(
+        [(xs(t), str(t)) for t in step_ticks(xmax)],
+        [(ys(t), "0" if t == 0 else f"{t:+.{decimals}f}") for t in ticks],
+        "problems used",
+        "mean difference (candidate - baseline)",
+    )
+    body.append(
+        f'<g class="sequence" data-left="{left}" data-right="{right}" data-top="{top}" '
+        f'data-bottom="{bottom}" data-budget="{xmax}" data-span="{span!r}">'
+    )
+    for v in (-threshold, threshold):
+        body.append(
+            f'<line class="threshold" data-value="{v!r}" x1="{left}" y1="{_f(ys(v))}" '
+            f'x2="{right}" y2="{_f(ys(v))}" stroke="#9e9e9e" stroke-dasharray="5,3"/>'
+        )
+    body.append(
+        f'<line class="zero" x1="{left}" y1="{_f(ys(0.0))}" x2="{right}" y2="{_f(ys(0.0))}" '
+        'stroke="#555"/>'
+    )
+    body += _sequence_marks(looks, xs, ys)
+    body.append("</g>")
+    body += _sequence_legend()
+    return _svg(body, label)
+
+
+def _sequence_marks(
+    looks: Sequence[SequenceLook], xs: Callable[[float], float], ys: Callable[[float], float]
+) -> list[str]:
+    """The band, each look's segment, the running estimate and the stopping look."""
+    color = PALETTE[0]
+    out = []
+    if len(looks) >= 2:
+        upper = " ".join(f"{_f(xs(n))},{_f(ys(hi))}" for n, _, hi, _ in looks)
+        lower = " ".join(f"{_f(xs(n))},{_f(ys(lo))}" for n, lo, _, _ in reversed(looks))
+        out.append(
+            f'<polygon class="band" points="{upper} {lower}" fill="{color}" '
+            'fill-opacity="0.15" stroke="none"/>'
+        )
+    for n, lo, hi, est in looks:
+        e = "N/A" if est is None else f"{est:+.4f}"
+        out.append(
+            f'<line class="cs" data-problems="{n}" data-lower="{lo!r}" data-upper="{hi!r}" '
+            f'x1="{_f(xs(n))}" y1="{_f(ys(hi))}" x2="{_f(xs(n))}" y2="{_f(ys(lo))}" '
+            f'stroke="{color}" stroke-opacity="0.6" stroke-width="3">'
+            f"<title>after {n} problems: sequence [{lo:+.4f}, {hi:+.4f}], estimate {e}</title></line>"
+        )
+    pts = [(n, est) for n, _, _, est in looks if est is not None]
+    if pts:
+        line = " ".join(f"{_f(xs(n))},{_f(ys(v))}" for n, v in pts)
+        out.append(
+            f'<polyline class="estimate" points="{line}" fill="none" stroke="{color}" '
+            'stroke-width="2"/>'
+        )
+        out += [
+            f'<circle class="estimate-pt" cx="{_f(xs(n))}" cy="{_f(ys(v))}" r="2.5" fill="{color}"/>'
+            for n, v in pts
+        ]
+    if looks:
+        n = looks[-1][0]
+        out.append(
+            f'<line class="stop" x1="{_f(xs(n))}" y1="{_T}" x2="{_f(xs(n))}" y2="{_H - _B}" '
+            f'stroke="#333" stroke-dasharray="2,3"><title>stopped after {n} problems</title></line>'
+        )
+    return out

@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import DataError, UsageError
+from ..errors import EXIT_OK, DataError, UsageError
 from ..records import SequentialDesign, SequentialTask
 from ..rundir._store import RunDir, collect_warnings
 from ..stats import betting_cs
+from ._align import align_frames
 from ._changed import WhatChanged, side_record, what_changed
 from ._frame import ProblemFrame, load_frames
 from ._sequential import SEQUENTIAL_DESIGN, sequential_overall, sequential_verdict, stopped_line
@@ -59,7 +60,10 @@ def refuse_sequential(
 
 @dataclass(frozen=True)
 class SequentialCompareResult:
-    """The final verdict of a sequential run against its BASE."""
+    """The final verdict of a sequential run against its BASE.
+
+    ``design`` is the recorded design (``SequentialDesign``, as JSON) with only the tasks
+    compared; ``exit_code`` is 0 under ``observe``."""
 
     baseline: str
     candidate: str
@@ -69,36 +73,45 @@ class SequentialCompareResult:
     exit_code: int
     changed: WhatChanged | None = field(default=None)
     """What changed between the two sides' recorded settings (beside what moved)."""
+    observe: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        tasks = self.design["tasks"]
+        d = self.design
         return {
             "baseline": self.baseline,
             "candidate": self.candidate,
             "what_changed": self.changed.to_dict() if self.changed else None,
-            "method": f"{SEQUENTIAL_DESIGN}: {self.design['method']}",
+            "method": f"{SEQUENTIAL_DESIGN}: {d['method']}",
             "design": SEQUENTIAL_DESIGN,
-            "metric": self.design["metric"],
+            "metric": d["metric"],
             "unit": "problem",
             "verdict": self.verdict,
             "exit_code": self.exit_code,
-            "alpha": self.design["alpha"],
-            "threshold": self.design["threshold"],
-            "multiplicity": self.design["multiplicity"],
-            "order_seed": self.design["order_seed"],
-            "tasks": [
-                {
-                    "task": name,
-                    "verdict": self.verdicts[name],
-                    "stopped_after": rec["stopped_after"],
-                    "budget": len(rec["order"]),
-                    "ci_low": rec["looks"][-1]["lower"] if rec["looks"] else None,
-                    "ci_high": rec["looks"][-1]["upper"] if rec["looks"] else None,
-                    "looks": len(rec["looks"]),
-                    "summary": stopped_line(name, rec),
-                }
-                for name, rec in tasks.items()
-            ],
+            "observe": self.observe,
+            "alpha": d["alpha"],
+            "threshold": d["threshold"],
+            "multiplicity": d["multiplicity"],
+            "order_seed": d["order_seed"],
+            "round_problems": d["round_problems"],
+            "max_problems": d["max_problems"],
+            "stopping_reason": d.get("stopping_reason"),
+            "tasks": [self._task(name, rec) for name, rec in d["tasks"].items()],
+        }
+
+    def _task(self, name: str, rec: dict[str, Any]) -> dict[str, Any]:
+        """One task: its verdict, where it stopped, and (``sequence``) every look."""
+        return {
+            "task": name,
+            "verdict": self.verdicts[name],
+            "stopped_after": rec["stopped_after"],
+            "budget": len(rec["order"]),
+            "ci_low": rec["looks"][-1]["lower"] if rec["looks"] else None,
+            "ci_high": rec["looks"][-1]["upper"] if rec["looks"] else None,
+            "looks": len(rec["looks"]),
+            "summary": stopped_line(name, rec),
+            "alpha": rec["alpha"],
+            "reason": rec.get("reason"),
+            "sequence": rec["looks"],
         }
 
 
@@ -111,13 +124,24 @@ def _same_base(
 
 
 def compare_sequential_run(
-    baseline: str | os.PathLike[str], candidate: str | os.PathLike[str]
+    baseline: str | os.PathLike[str],
+    candidate: str | os.PathLike[str],
+    *,
+    tasks: list[str] | None = None,
+    observe: bool = False,
+    require_provenance: bool = False,
 ) -> SequentialCompareResult:
     """The verdict of sequential run ``candidate`` against its BASE ``baseline`` (see the
-    module docstring); ``UsageError`` (exit 2) against another baseline."""
+    module docstring); ``UsageError`` (exit 2) against another baseline.
+
+    ``tasks``: only these tasks of the design (each keeps its recorded level, alpha over
+    the run's tasks, so the overall verdict over fewer tasks stays valid); ``observe``: exit
+    0 whatever the verdict; ``require_provenance``: refuse a task whose sides lack content
+    hashes or a grader identity, as compare does."""
     design = sequential_design_of(candidate)
     if design is None:
         raise UsageError(f"{candidate}: not a sequential run (rolleval run --until-decided)")
+    names = _selected_tasks(design, tasks, candidate)
     with collect_warnings():
         base_frames = load_frames(baseline)
         cand_frames = load_frames(candidate)
@@ -130,14 +154,20 @@ def compare_sequential_run(
             "fixed-sample interval against another baseline does not hold after optional "
             "stopping; compare it with its own BASE"
         )
+    rec["tasks"] = {name: rec["tasks"][name] for name in names}
     verdicts: dict[str, str] = {}
-    for name, task in design.tasks.items():
+    for name in names:
+        task = design.tasks[name]
         verdicts[name] = _replay(name, task, base_frames, cand_frames, design, candidate)
+        if require_provenance:
+            align_frames(
+                base_frames[name], cand_frames[name], unmatched="exclude", require_provenance=True
+            )
     overall, code = sequential_overall(verdicts)
     changed = what_changed(
         side_record(baseline, {t: fr.settings for t, fr in base_frames.items()}),
         side_record(candidate, {t: fr.settings for t, fr in cand_frames.items()}),
-        [(name, name) for name in design.tasks],
+        [(name, name) for name in names],
     )
     return SequentialCompareResult(
         baseline=str(baseline),
@@ -145,9 +175,25 @@ def compare_sequential_run(
         design=rec,
         verdicts=verdicts,
         verdict=overall,
-        exit_code=code,
+        exit_code=EXIT_OK if observe else code,
         changed=changed,
+        observe=observe,
     )
+
+
+def _selected_tasks(
+    design: SequentialDesign, tasks: list[str] | None, candidate: str | os.PathLike[str]
+) -> list[str]:
+    """The design's tasks, or those of ``tasks`` (``UsageError`` naming one it lacks)."""
+    if not tasks:
+        return list(design.tasks)
+    for name in tasks:
+        if name not in design.tasks:
+            raise UsageError(
+                f"--task {name}: not a task of the sequential run {candidate} "
+                f"(its tasks: {', '.join(design.tasks)})"
+            )
+    return list(dict.fromkeys(tasks))
 
 
 def _replay(
