@@ -41,11 +41,20 @@ Replay (``replay``): rollouts of a stored run asked again one by one, in shuffle
 each with its stored seed, against a fresh server of a variant; reports how many come back
 identical. Identical answers mean the variant cannot change any statistic of those runs.
 
+Regroup (``regroup``): does the grouping of seeds into runs reach the server? A *chimera*
+run asks every problem (or, with ``--per-rollout``, every rollout) with the seed it had in a
+stored ``main`` run drawn at random, in the runs' own order, on a fresh server, and counts
+the answers identical to their seed's own run. All identical means a rollout's answer is a
+function of its problem, its index and its seed, in a run's context too: any regrouping of
+the stored rollouts (what the permutation tests draw) is a run the server would produce.
+``--identity`` (every problem from the first run) checks the harness itself.
+
     python bench/realmodel_calibration.py run --variant main --seeds 100-115 [--jobs 2]
+    python bench/realmodel_calibration.py regroup --seeds 200-231 [--per-rollout | --identity]
     python bench/realmodel_calibration.py replay --run DIR --variant nocache --k 60
     python bench/realmodel_calibration.py run --variant scripted --seeds 0-31
     python bench/realmodel_calibration.py identity --variant nocache
-    python bench/realmodel_calibration.py analyze [--json out.json]
+    python bench/realmodel_calibration.py analyze [--seeds 300-331] [--json out.json]
 
 Runs go to ``--out`` (default ``runs/realmodel``) as ``<variant>/seed-<S>``; a finished
 run is reused, so the study can be resumed and extended seed by seed. Never pick seeds:
@@ -334,13 +343,116 @@ def cmd_identity(args: argparse.Namespace) -> int:
     return 0
 
 
+# -------------------------------------------------------------------- regroup
+
+
+def _rollouts_of(run: Path) -> tuple[list[Any], dict[Any, int], dict[Any, str | None]]:
+    """The run's rollouts in the order the server answered them (the file's order: the server
+    is serial), their seeds and their texts, keyed by ``(problem id, index)``."""
+    from rolleval.rundir._store import RunDir
+
+    files = RunDir.open(run).require_task(TASK)
+    order: list[Any] = []
+    seeds: dict[Any, int] = {}
+    for rec in files.read_rollouts().records:
+        key = (rec.problem_id, rec.index)
+        if key not in seeds:
+            order.append(key)
+        seeds[key] = int(rec.seed) if rec.seed is not None else -1
+    texts, _ = _texts_and_verdicts(run)
+    return order, seeds, texts
+
+
+async def _ask_in_order(
+    base_url: str, order: list[Any], seeds: dict[Any, int], run: Path
+) -> dict[Any, str | None]:
+    """Each rollout of ``order`` asked with its seed through rolleval's own client, one at a
+    time in that order (what a run at concurrency 1 or 2 sends the serial server)."""
+    from rolleval._local._launcher import LOCAL_MODEL_NAME
+    from rolleval.client import Client, EndpointConfig, SamplingParams
+
+    task_dir = run / "tasks" / TASK
+    raw = json.loads((task_dir / "task.json").read_text())["sampling"]
+    sampling = SamplingParams(
+        temperature=raw["temperature"],
+        top_p=raw["top_p"],
+        max_tokens=raw["max_tokens"],
+        stop=tuple(raw["stop"]) if raw.get("stop") else None,
+    )
+    prompts = {}
+    for line in (task_dir / "prompts.jsonl").open():
+        rec = json.loads(line)
+        prompts[rec["problem_id"]] = rec["prompt"]
+    config = EndpointConfig(base_urls=(base_url,), model=LOCAL_MODEL_NAME, concurrency=1)
+    got: dict[Any, str | None] = {}
+    async with Client(config) as client:
+        for key in order:
+            comp = await client.complete(prompts[key[0]], sampling, seed=seeds[key])
+            got[key] = comp.text
+    return got
+
+
+def cmd_regroup(args: argparse.Namespace) -> int:
+    """Does the grouping of seeds into runs reach the server? A *chimera* run: each problem
+    asked with all the per-rollout seeds of one stored run drawn at random for that problem
+    (``--regroup-seed``), in the stored runs' order, on a fresh server. If every answer equals
+    the stored answer of its seed's own run, a rollout's outcome is a function of its prompt,
+    index and seed only, in a run's context too: any regrouping of the stored rollouts is a
+    run the server would have produced, and the permutation test's regroupings are real runs.
+    ``--identity``: every problem from the first run (the harness check: must be all
+    identical)."""
+    import asyncio
+
+    from rolleval._local._launcher import LocalServer, LocalServerOptions
+
+    root = Path(args.out)
+    seeds_list = parse_seeds(args.seeds)
+    runs = [root / "main" / f"seed-{s}" for s in seeds_list]
+    stored = {s: _rollouts_of(r) for s, r in zip(seeds_list, runs)}
+    order = stored[seeds_list[0]][0]
+    pids = list(dict.fromkeys(k[0] for k in order))
+    pick = random.Random(args.regroup_seed)
+    if args.identity:
+        source = {k: seeds_list[0] for k in order}
+    elif args.per_rollout:
+        source = {k: pick.choice(seeds_list) for k in order}
+    else:
+        by_problem = {pid: pick.choice(seeds_list) for pid in pids}
+        source = {k: by_problem[k[0]] for k in order}
+    seeds = {k: stored[source[k]][1][k] for k in order}
+    t0 = time.monotonic()
+    with LocalServer(LocalServerOptions()) as srv:
+        got = asyncio.run(_ask_in_order(srv.base_url, order, seeds, runs[0]))
+    same = [k for k in order if got[k] == stored[source[k]][2].get(k)]
+    differ = [k for k in order if k not in set(same)]
+    unit = "rollout" if args.per_rollout else "problem"
+    label = "identity" if args.identity else f"chimera by {unit} (seed {args.regroup_seed})"
+    print(
+        f"regroup {label} over seeds {args.seeds}: {len(same)}/{len(order)} rollouts identical "
+        f"to their seed's own run (differing: index 0 {sum(k[1] == 0 for k in differ)}, "
+        f"1-{args.rollouts - 1} {sum(k[1] != 0 for k in differ)}; "
+        f"{len(set(source.values()))} source runs) in {time.monotonic() - t0:.0f} s"
+    )
+    for k in differ[:10]:
+        print(
+            f"  differs: {k[0]} #{k[1]} (from seed {source[k]}): "
+            f"{stored[source[k]][2].get(k)!r} -> {got[k]!r}"
+        )
+    return 0 if len(same) == len(order) else 1
+
+
 # -------------------------------------------------------------------- analyze
 
 
-def load_variant(root: Path, variant: str) -> tuple[list[int], list[Any]]:
+def load_variant(
+    root: Path, variant: str, keep: set[int] | None = None
+) -> tuple[list[int], list[Any]]:
+    """The finished runs of a variant (only the seeds in ``keep``, if given), by seed."""
     seeds, frames = [], []
     for run in sorted((root / variant).glob("seed-*"), key=lambda p: int(p.name[5:].split(".")[0])):
-        if run.is_dir() and run.name[5:].isdigit() and _done(run):
+        if not (run.is_dir() and run.name[5:].isdigit()):
+            continue
+        if (keep is None or int(run.name[5:]) in keep) and _done(run):
             seeds.append(int(run.name[5:]))
             frames.append(frames_from_run(run)[TASK])
     return seeds, frames
@@ -675,16 +787,17 @@ def run_effect_anova(root: Path, seeds: list[int]) -> dict[str, Any] | None:
 
 def cmd_analyze(args: argparse.Namespace) -> int:
     root = Path(args.out)
+    keep = set(parse_seeds(args.seeds)) if args.seeds else None
     results = []
     for variant in VARIANTS:
-        seeds, frames = load_variant(root, variant)
+        seeds, frames = load_variant(root, variant, keep)
         if len(frames) < 2:
             print(f"{variant}: {len(frames)} finished runs, at least 2 needed (N/A)")
             continue
         r = analyze_variant(variant, seeds, frames, args)
         print_variant(r)
         results.append(r)
-    seeds, frames = load_variant(root, "main")
+    seeds, frames = load_variant(root, "main", keep)
     if len(frames) >= 2:
         anova = run_effect_anova(root, seeds)
         if anova:
@@ -713,7 +826,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
             {"variant": "main-design", "anova": anova, "replicates": reps, "rollout_perm": perm}
         )
         aa = sequential_aa(seeds, frames, args.boot)
-        rope_seeds, rope = load_variant(root, "rope")
+        rope_seeds, rope = load_variant(root, "rope", keep)
         power = sequential_power(seeds, frames, rope_seeds, rope, args.resamples) if rope else None
         print_sequential(aa, power)
         results.append({"variant": "sequential", "aa": aa, "power": power})
@@ -739,18 +852,29 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--replay-seed", type=int, default=1)
     p = sub.add_parser("identity")
     p.add_argument("--variant", choices=("nocache", "llamacpp", "main-rerun"), required=True)
+    p = sub.add_parser("regroup")
+    p.add_argument("--seeds", required=True, help="stored main runs to draw from")
+    p.add_argument("--regroup-seed", type=int, default=1)
+    p.add_argument("--identity", action="store_true")
+    p.add_argument("--per-rollout", action="store_true", help="draw each rollout's source run")
     p = sub.add_parser("analyze")
     p.add_argument("--resamples", type=int, default=10_000)
     p.add_argument("--boot", type=int, default=2000)
     p.add_argument("--permutations", type=int, default=5000)
     p.add_argument("--draws", type=int, default=400, help="replicate A/A draws")
     p.add_argument("--json")
+    p.add_argument("--seeds", help="analyse only these seeds (e.g. 300-331); default: all")
     args = ap.parse_args(argv)
     if getattr(args, "jobs", 1) > 2:
         ap.error("--jobs: at most 2 model servers at once")
-    return {"run": cmd_run, "replay": cmd_replay, "identity": cmd_identity, "analyze": cmd_analyze}[
-        args.cmd
-    ](args)
+    commands = {
+        "run": cmd_run,
+        "replay": cmd_replay,
+        "identity": cmd_identity,
+        "regroup": cmd_regroup,
+        "analyze": cmd_analyze,
+    }
+    return commands[args.cmd](args)
 
 
 if __name__ == "__main__":
