@@ -294,20 +294,20 @@ def cmd_replay(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------- identity
 
 
-def _texts_and_verdicts(run: Path) -> tuple[dict[Any, str | None], dict[Any, bool]]:
-    """The effective rollout text and verdict of every ``(problem id, index)`` of the run's
+def _texts_and_judgements(run: Path) -> tuple[dict[Any, str | None], dict[Any, bool]]:
+    """The effective rollout text and judgement of every ``(problem id, index)`` of the run's
     task, read through the typed record model (a run stopped part way reads too); the
-    verdicts of completed rollouts only."""
+    judgements of completed rollouts only."""
     from rolleval.rundir._store import RunDir
 
     files = RunDir.open(run).require_task(TASK)
     texts = {k: r.text for k, r in files.read_rollouts().effective.items()}
-    verdicts = {
+    judgements = {
         k: bool(j.correct)
         for k, j in files.read_judgements().effective.items()
         if j.status == "ok"  # completed rollouts only (a run stopped part way has failures)
     }
-    return texts, verdicts
+    return texts, judgements
 
 
 def cmd_identity(args: argparse.Namespace) -> int:
@@ -319,8 +319,8 @@ def cmd_identity(args: argparse.Namespace) -> int:
         main_run = root / "main" / run.name
         if not (run.is_dir() and run.name[5:].isdigit() and main_run.is_dir()):
             continue
-        mt, mv = _texts_and_verdicts(main_run)
-        vt, vv = _texts_and_verdicts(run)
+        mt, mv = _texts_and_judgements(main_run)
+        vt, vv = _texts_and_judgements(run)
         keys = [k for k in vv if k in mv]
         diff = [k for k in keys if mt.get(k) != vt.get(k)]
         print(
@@ -631,9 +631,9 @@ def rollout_permutation_pvalue(root: Path, seeds: list[int], sims: int) -> float
     function of its prompt and seed (``identity``), whatever run it is placed in."""
     outcomes: list[dict[str, list[bool]]] = []
     for seed in seeds:
-        _, verdicts = _texts_and_verdicts(root / "main" / f"seed-{seed}")
+        _, judgements = _texts_and_judgements(root / "main" / f"seed-{seed}")
         by_problem: dict[str, list[bool]] = {}
-        for (pid, _index), ok in sorted(verdicts.items()):
+        for (pid, _index), ok in sorted(judgements.items()):
             by_problem.setdefault(pid, []).append(ok)
         outcomes.append(by_problem)
     pids = sorted(set.intersection(*(set(o) for o in outcomes)))
@@ -658,9 +658,9 @@ def run_effect_anova(root: Path, seeds: list[int]) -> dict[str, Any] | None:
 
     rows = []
     for seed in seeds:
-        _, verdicts = _texts_and_verdicts(root / "main" / f"seed-{seed}")
+        _, judgements = _texts_and_judgements(root / "main" / f"seed-{seed}")
         cells: dict[int, list[bool]] = {}
-        for (_pid, index), ok in verdicts.items():
+        for (_pid, index), ok in judgements.items():
             cells.setdefault(index, []).append(ok)
         rows.append([np.mean(cells[j]) for j in sorted(cells)])
     m = np.array(rows)

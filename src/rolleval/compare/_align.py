@@ -99,7 +99,7 @@ _ROLLEVAL_GRADERS = ("math", "mcq", "short_answer")
 
 def grader_fix(baseline: ProblemFrame, candidate: ProblemFrame) -> str:
     """How to give two sides one grader: re-import with ``--regrade`` a side that kept its
-    source harness's verdicts (the command, with its format and source), else regrade.
+    source harness's judgements (the command, with its format and source), else regrade.
 
     A verdict across two graders would measure the graders as well as the models (TraceLens:
     a different ruler is a different measurement), so compare never overrides the check."""

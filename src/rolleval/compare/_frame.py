@@ -129,7 +129,7 @@ class ProblemFrame:
     model: str | None = None
     run_status: str | None = None
     imported: tuple[str, str] | None = None
-    """``(format, source)`` of an import that kept its source's verdicts (no ``--regrade``)."""
+    """``(format, source)`` of an import that kept its source's judgements (no ``--regrade``)."""
 
     def __post_init__(self) -> None:
         zeros = np.zeros(len(self.ids), dtype=np.int64)
@@ -254,7 +254,7 @@ def frame_from_table(
     )
 
 
-def _source_verdicts(manifest: Mapping[str, Any]) -> tuple[str, str] | None:
+def _source_judgements(manifest: Mapping[str, Any]) -> tuple[str, str] | None:
     """``(format, source)`` when the run is an import judged by its source's own grader."""
     imp = manifest.get("import")
     if not isinstance(imp, dict) or imp.get("correctness") != "source":
@@ -264,7 +264,7 @@ def _source_verdicts(manifest: Mapping[str, Any]) -> tuple[str, str] | None:
 
 def frames_from_run(path: str | os.PathLike[str]) -> dict[str, ProblemFrame]:
     run = RunDir.open(path)
-    imported = _source_verdicts(run.manifest)
+    imported = _source_judgements(run.manifest)
     out: dict[str, ProblemFrame] = {}
     with collect_warnings():
         for tf in run.tasks():

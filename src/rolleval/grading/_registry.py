@@ -32,7 +32,7 @@ _CLASSES: dict[str, Any] = {
 #: The ``type`` values :func:`make_grader` accepts, sorted.
 GRADER_TYPES: tuple[str, ...] = tuple(sorted(_CLASSES))
 
-#: Distributions whose versions can change a verdict, reported by :func:`grader_versions`.
+#: Distributions whose versions can change a judgement, reported by :func:`grader_versions`.
 _DEPENDENCIES = ("math-verify", "latex2sympy2_extended", "sympy", "antlr4-python3-runtime")
 
 
