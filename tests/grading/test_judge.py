@@ -93,7 +93,7 @@ def test_judged_run_records_reply_spend_and_failures(tmp_path):
         judge.responder = _judge
         res = run_cli("regrade", str(tmp_path / "a"))
         assert res.returncode == 0, res.stderr
-        assert "sums: 8 of 8 rollouts judged, 0 judgements changed" in res.stdout
+        assert "sums: 8 of 8 rollouts graded, 0 judgements changed" in res.stdout
 
     folder = tmp_path / "a" / "tasks" / "sums"
     judgements = _lines(folder / "judgements.jsonl")

@@ -231,7 +231,7 @@ def test_regrade_asks_the_embedded_judge_again(judged_run, tmp_path):
         != (j.get("correct"), j["extracted"])
     )
     total = N_PROBLEMS * N_ROLLOUTS
-    assert f"sums: {total} of {total} rollouts judged, {changed} judgements changed" in res.stdout
+    assert f"sums: {total} of {total} rollouts graded, {changed} judgements changed" in res.stdout
     _check_report(run, after)
     # the profile keeps the spend of the run's own grading (docs/tasks.md)
     assert (run / "tasks" / "sums" / "profile.json").read_bytes() == profile

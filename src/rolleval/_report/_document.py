@@ -269,7 +269,7 @@ def task_blocks(rep: dict[str, Any], *, all_metrics: bool | None = False) -> lis
         Para(
             f"problems {pr['total']} ({pr['with_gradable_rollout']} with a gradable rollout); "
             f"rollouts requested {ro['requested']}, records {ro['records']}, completed {ro['completed']}, "
-            f"gradable {ro['gradable']}, scored {ro['scored']}, correct {ro['correct']}; "
+            f"gradable {ro['gradable']}, judged {ro['judged']}, correct {ro['correct']}; "
             f"gradable per problem: {dist or 'none'}"
         )
     )

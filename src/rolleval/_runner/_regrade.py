@@ -22,7 +22,7 @@ __all__ = ["RegradeResult", "regrade_run"]
 
 @dataclass(frozen=True)
 class RegradeResult:
-    """Per task: how many rollouts were judged and how many judgements changed."""
+    """Per task: how many rollouts were graded (status ``ok``) and how many judgements changed."""
 
     tasks: dict[str, dict[str, int]]
     warnings: list[str] = field(default_factory=list)
@@ -123,7 +123,7 @@ def _regrade(
     ]
     records: list[JudgementRecord] = []
     changed = 0
-    judged = 0
+    graded = 0
     for done, (pid, (_, splits), judgements) in enumerate(
         zip(
             pids,
@@ -142,7 +142,7 @@ def _regrade(
         for r in job.by_problem[pid]:
             v = judgement_of(r.index, judgements, splits) if r.status == "ok" else None
             rec = make_judgement(r, v, job.grader.identity, splits.get(r.index))
-            judged += v is not None
+            graded += v is not None
             before = job.old.get((pid, r.index))
             if before is not None and (before.correct, before.extracted) != (
                 rec.correct,
@@ -156,7 +156,7 @@ def _regrade(
             update={"grader": job.grader.spec, "grader_identity": job.grader.identity}
         )
     )
-    return {"rollouts": len(records), "judged": judged, "changed": changed}
+    return {"rollouts": len(records), "graded": graded, "changed": changed}
 
 
 def regrade_run(

@@ -179,7 +179,7 @@ def paired_compare(
     r"""Decide whether a candidate got worse than its baseline on one metric, paired by problem.
 
     The unit of analysis is the problem: each side contributes one value per problem
-    (e.g. pass@1 = c/n over its gradable rollouts), and the same problem on both sides
+    (e.g. pass@1 = c/n over its judged rollouts), and the same problem on both sides
     forms a pair.
 
     Procedure:

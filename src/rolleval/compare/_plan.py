@@ -73,7 +73,7 @@ class TaskPlan:
     ----------
     problems : int
         ``T``: the pilot's problems the plan is based on (with a candidate: the matched
-        problems; with one pilot: the problems with 2 or more gradable rollouts).
+        problems; with one pilot: the problems with 2 or more judged rollouts).
     components : dict
         The variance components of pass@1 behind the plan: ``omega2`` (variance of the
         per-problem shift), ``sigma2_baseline``, ``sigma2_candidate`` (mean within-problem
@@ -586,7 +586,7 @@ def _task_plan(
     T, components, assumption, ok, al = _components(pilot_frame, cand_frame)
     if not ok or T < 2:
         reason = (
-            components.get("reason") or "need at least 2 problems with 2 or more gradable rollouts"
+            components.get("reason") or "need at least 2 problems with 2 or more judged rollouts"
         )
         return TaskPlan(T, components, assumption, "unavailable", reason=reason)
     kw, _ = _planner_kwargs(components)

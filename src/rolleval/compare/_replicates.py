@@ -2,7 +2,7 @@
 
 ``rolleval compare BASE CAND --baseline-replicate DIR ... --candidate-replicate DIR ...``:
 the replicates of a side are runs of its configuration that differ only in the run seed.
-Per task, each side's correct and scored rollouts are pooled over its runs
+Per task, each side's correct and judged rollouts are pooled over its runs
 (:func:`pool_task`; a problem must be in every run of its side), the problem-level test
 runs on the pooled rates, and :meth:`ReplicateCounts.resolve` gives the run-level variance
 of the effect, ``v_baseline / k_baseline + v_candidate / k_candidate``, each ``v`` from
@@ -35,7 +35,7 @@ __all__ = [
     "run_seed",
 ]
 
-#: The one metric replicate runs are pooled for: correct among scored rollouts.
+#: The one metric replicate runs are pooled for: correct among judged rollouts.
 REPLICATE_METRIC = "pass@1"
 
 #: The note of a comparison whose one-run side borrows the other side's run-level variance.
@@ -183,18 +183,18 @@ def _seed_once(path: str, seed: int | None, seen: dict[int, str], role: str) -> 
 
 
 def refuse_metric(metric: str, frames: Sequence[ProblemFrame]) -> None:
-    """``UsageError`` unless ``metric`` is pass@1 of correct/scored counts (what pools)."""
+    """``UsageError`` unless ``metric`` is pass@1 of correct/judged counts (what pools)."""
     if metric != REPLICATE_METRIC:
         raise UsageError(
             f"replicate runs (--baseline-replicate/--candidate-replicate) pool correct and "
-            f"scored rollouts, which gives {REPLICATE_METRIC}; --metric {metric} cannot be "
+            f"judged rollouts, which gives {REPLICATE_METRIC}; --metric {metric} cannot be "
             f"pooled over runs: compare {REPLICATE_METRIC}, or one run per side"
         )
     for fr in frames:
         key = fr.settings.get("score_key", "correct")
         if key not in (None, "correct"):
             raise UsageError(
-                f"{fr.source}: task {fr.task!r} scores {key!r}, not correct/scored rollouts; "
+                f"{fr.source}: task {fr.task!r} scores {key!r}, not correct/judged rollouts; "
                 "replicate runs pool correct counts only: compare one run per side"
             )
 
@@ -213,7 +213,7 @@ class PooledTask:
 
 
 def pool_task(frames: Sequence[ProblemFrame]) -> PooledTask:
-    """Pool one task of a side's runs: per problem, correct and scored rollouts summed.
+    """Pool one task of a side's runs: per problem, correct and judged rollouts summed.
 
     The problems are those present in every run (sorted id order); a problem's content hash
     must agree across the runs (``UsageError`` otherwise). The pooled frame carries pass@1
@@ -294,8 +294,8 @@ class SideNoise:
         ``k``: the side's runs.
     measured : RunNoise or None
         :func:`rolleval.stats.run_noise` over the side's own runs (``k >= 2``), on the
-        compared problems every run of the side scored; None for one run, or when no
-        compared problem was scored by every run.
+        compared problems every run of the side judged; None for one run, or when no
+        compared problem was judged in every run.
     variance : float or None
         ``v`` used for the side (None: none known).
     source : str or None
@@ -371,7 +371,7 @@ class ReplicateCounts:
         """The run-level variance of the effect over the aligned problems.
 
         ``v`` of a side with ``k >= 2`` runs is ``run_noise`` over the compared problems
-        (scored on both sides) that every run of the side scored. A side of one run takes
+        (judged on both sides) that every run of the side judged. A side of one run takes
         the run-noise file's ``v`` when given, else the other side's measured ``v``.
         """
         pb, pc = np.asarray(pos_baseline, int), np.asarray(pos_candidate, int)

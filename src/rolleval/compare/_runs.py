@@ -546,7 +546,7 @@ def compare_replicate_frames(
 ) -> TaskComparison:
     """Compare one task of several runs per side (the first run of each side first).
 
-    Each side's correct and scored rollouts are pooled over its runs (:func:`pool_task`),
+    Each side's correct and judged rollouts are pooled over its runs (:func:`pool_task`),
     the pooled frames are compared as by :func:`compare_frames` (``options``, or the keywords
     of :class:`CompareOptions`), and the interval and p-value include
     ``v_baseline / k_baseline + v_candidate / k_candidate`` (:meth:`ReplicateCounts.resolve`;

@@ -40,7 +40,7 @@ class MajorityVote:
     modal_size : int
         Number of rollouts in the winning cluster (0 when none was extracted).
     n : int
-        Number of gradable rollouts, unextracted ones included.
+        Number of judged rollouts, unextracted ones included.
     self_consistency : float
         ``modal_size / n``.
     """
@@ -59,13 +59,13 @@ class MajorityVoteArrays:
     Attributes
     ----------
     correct : numpy.ndarray of float64
-        maj@n as 1.0 / 0.0; ``NaN`` where the problem has no gradable rollout (unavailable).
+        maj@n as 1.0 / 0.0; ``NaN`` where the problem has no judged rollout (unavailable).
     self_consistency : numpy.ndarray of float64
         ``modal_size / n``; ``NaN`` where ``n == 0``.
     modal_size : numpy.ndarray of int64
         Size of the winning cluster (0 when nothing was extracted).
     n : numpy.ndarray of int64
-        Gradable rollouts per problem, unextracted ones included.
+        Judged rollouts per problem, unextracted ones included.
     winner : numpy.ndarray of int64
         Winning cluster label; -1 where there is no cluster.
     """
@@ -84,12 +84,12 @@ def _validate_majority_vote(
     judgements = list(correct)
     if len(labels) != len(judgements):
         raise UsageError(
-            f"clusters and correct must have one entry per gradable rollout; "
+            f"clusters and correct must have one entry per judged rollout; "
             f"got lengths {len(labels)} and {len(judgements)}"
         )
     if not labels:
         raise UsageError(
-            "clusters must hold at least one gradable rollout; a problem with n = 0 has no "
+            "clusters must hold at least one judged rollout; a problem with n = 0 has no "
             "maj@n (leave it out: it is unavailable)"
         )
     for pos, label in enumerate(labels):
@@ -105,7 +105,7 @@ def _validate_majority_vote(
 def majority_vote(clusters: Sequence[int | None], correct: Sequence[bool]) -> MajorityVote:
     r"""maj@n and self-consistency of one problem from its answer clusters.
 
-    The n gradable rollouts' extracted answers are grouped into equivalence classes by the
+    The n judged rollouts' extracted answers are grouped into equivalence classes by the
     task's own equivalence (done upstream by the grader). The largest class wins; a tie
     goes to the class holding the lowest rollout index. maj@n is correct iff the winning
     answer is correct, and self-consistency is the winning class's share of all n
@@ -118,7 +118,7 @@ def majority_vote(clusters: Sequence[int | None], correct: Sequence[bool]) -> Ma
     Parameters
     ----------
     clusters : sequence of int or None
-        One entry per gradable rollout, in rollout-index order: the cluster label, which is
+        One entry per judged rollout, in rollout-index order: the cluster label, which is
         the lowest rollout index of the rollout's equivalence class (so the smallest label
         is the class holding the lowest rollout index). ``None`` = nothing extracted; such
         rollouts never form a cluster but count in ``n``.
@@ -141,7 +141,7 @@ def majority_vote(clusters: Sequence[int | None], correct: Sequence[bool]) -> Ma
 
     Notes
     -----
-    Unit of analysis: one problem; maj@n exists only for k = n (all gradable rollouts vote).
+    Unit of analysis: one problem; maj@n exists only for k = n (all judged rollouts vote).
 
     References
     ----------
@@ -240,7 +240,7 @@ def majority_vote_array(
     Parameters
     ----------
     problem : array_like of int, shape (R,)
-        Position ``0 <= problem[r] < n_problems`` of the problem each gradable rollout
+        Position ``0 <= problem[r] < n_problems`` of the problem each judged rollout
         belongs to. Rollouts of a problem need not be contiguous but must appear in
         rollout-index order (the first listed member of the winning cluster gives its
         correctness).
@@ -440,7 +440,7 @@ def majority_vote_at_k(clusters: Sequence[int | None], correct: Sequence[bool], 
     Parameters
     ----------
     clusters : sequence of int or None
-        One cluster label per gradable rollout (``None``: nothing extracted), as for
+        One cluster label per judged rollout (``None``: nothing extracted), as for
         :func:`majority_vote`.
     correct : sequence of bool
         Judgement per rollout; a cluster's correctness is that of its lowest-index member.

@@ -220,7 +220,8 @@ class JudgementRecord(StreamRecord):
 
     @property
     def gradable(self) -> bool:
-        """True when the rollout counts in the ``judged`` denominator."""
+        """True when the rollout is gradable: completed (status ``ok``) and graded without a
+        grader error (``docs/contract.md``, "Notation and counts")."""
         return self.status == GRADABLE_STATUS and self.grader_error is None
 
 

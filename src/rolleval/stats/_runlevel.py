@@ -112,7 +112,7 @@ def _as_count_matrix(x: object, name: str) -> np.ndarray:
 def run_noise(c: object, n: object, *, confidence_level: float = 0.95) -> RunNoise:
     """Run-level variance of pass@1 from ``k >= 2`` replicate runs of one configuration.
 
-    ``c[r, i]`` correct among ``n[r, i] >= 1`` scored rollouts of problem ``i`` in run
+    ``c[r, i]`` correct among ``n[r, i] >= 1`` judged rollouts of problem ``i`` in run
     ``r``; every run holds the same ``T`` problems in the same order. The replicates
     must differ only in what should not matter (the run seed, the time of day): the
     same model, serving, tasks and rollouts per problem. See :class:`RunNoise` for the
@@ -152,7 +152,7 @@ def run_noise(c: object, n: object, *, confidence_level: float = 0.95) -> RunNoi
     if t < 1:
         raise UsageError("run_noise needs at least 1 problem")
     if np.any(nn < 1):
-        raise UsageError("every problem needs n >= 1 scored rollouts in every run")
+        raise UsageError("every problem needs n >= 1 judged rollouts in every run")
     if np.any(cc < 0) or np.any(cc > nn):
         raise UsageError("counts must satisfy 0 <= c <= n")
     if not (isinstance(confidence_level, float) and 0.0 < confidence_level < 1.0):
