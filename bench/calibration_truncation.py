@@ -12,7 +12,7 @@ p_i unless truncated (then wrong, whatever it would have said).
   both). The regression verdict must be as rare as in any A/A comparison: <= alpha/2 + 2 SE.
 * ``power``: the baseline truncates 5% of its rollouts, the candidate 35% (30 points more:
   the issue's candidate that runs out of budget in thought). The size comes from ``plan``'s
-  rule (``required_problems(..., threshold=tau)`` for power 0.8, with the paired variance
+  rule (``required_problems(..., threshold=threshold)`` for power 0.8, with the paired variance
   components of one pilot pair of runs at T = 200); at that size the regression verdict must
   be called at the power the plan predicts: >= 0.80 - 2 SE. (Before issue 19 these rollouts
   were infra errors, excluded from the denominator: the drop was invisible.)

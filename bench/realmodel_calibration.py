@@ -565,7 +565,7 @@ def sequential_power(
 def print_sequential(aa: dict[str, Any], power: dict[str, Any] | None) -> None:
     target = ALPHA / 2
     print(
-        f"sequential (betting CS, alpha {ALPHA}, tau {THRESHOLD}), main A/A, {aa['pairs']} ordered pairs:"
+        f"sequential (betting CS, alpha {ALPHA}, threshold {THRESHOLD}), main A/A, {aa['pairs']} ordered pairs:"
     )
     for every in (1, 10):
         r = aa[f"every_{every}"]
@@ -587,7 +587,7 @@ def print_sequential(aa: dict[str, Any], power: dict[str, Any] | None) -> None:
     p = power
     print(
         f"  power, main vs rope (rope_freq_scale 0.8), {p['pairs']} pairs, mean effect "
-        f"{p['mean_effect']:+.4f} ({p['mean_effect'] / THRESHOLD:+.1f}x tau):\n"
+        f"{p['mean_effect']:+.4f} ({p['mean_effect'] / THRESHOLD:+.1f}x threshold):\n"
         f"    fixed design on all {p['problems']} problems: regression {p['fixed_regression']:.3f}\n"
         f"    sequential, every problem: regression {p['seq_every_1_regression']:.3f}, problems "
         f"used mean {p['seq_every_1_used_mean']:.1f}, p90 {p['seq_every_1_used_p90']:.0f}\n"

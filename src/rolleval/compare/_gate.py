@@ -446,10 +446,10 @@ class _Gating:
         task_comps: list[TaskComparison] = []
         forced: set[str] = set()
         for t in names:
-            for metric, tau in gating:
+            for metric, threshold in gating:
                 settings = TaskSettings(
                     metric=canonical_metric(metric),
-                    options=dataclasses.replace(options, threshold=tau),
+                    options=dataclasses.replace(options, threshold=threshold),
                     unmatched=unmatched,
                 )
                 tc = compare_task(fb[t], fc[t], settings, pair=pair_of[t])
@@ -475,7 +475,7 @@ def _comparison_checks(comps: Mapping[str, Comparison], decision: Overall) -> li
         checks.append(
             {
                 "task": t,
-                "check": f"{metric} paired compare (tau={comp.threshold})",
+                "check": f"{metric} paired compare (threshold={comp.threshold})",
                 "value": _fmt_effect(comp),
                 "verdict": decision.verdicts[key],
                 "adjusted_pvalue": decision.adjusted_pvalues.get(key),

@@ -42,7 +42,7 @@ class PlanOptions:
     effect: float = 0.04
     """The true drop ``delta`` to catch, in pass@1 units (> 0)."""
     threshold: float = 0.02
-    """``tau`` of the comparison that will be run (``rolleval compare --threshold``), in
+    """``threshold`` of the comparison that will be run (``rolleval compare --threshold``), in
     [0, 1)."""
     alpha: float = 0.05
     """Two-sided level of that comparison, in (0, 1)."""
@@ -173,7 +173,7 @@ class PlanResult:
     effect : float
         The true pass@1 drop ``delta`` to catch (0-1).
     threshold : float
-        ``tau`` of the comparison that will be run (0-1).
+        ``threshold`` of the comparison that will be run (0-1).
     alpha, power : float
         The comparison's two-sided level, and the power wanted for the verdict.
     assumption : str
@@ -226,10 +226,10 @@ def _planned(
     """``(required_problems, power_planned)``: the normal size and its normal power, or, at
     most :data:`SMALL_T` problems, the size at which compare's own rule reaches the power in
     simulation (:func:`small_sample_problems`)."""
-    eff, tau, alpha = target.effect, target.threshold, target.alpha
+    eff, threshold, alpha = target.effect, target.threshold, target.alpha
     se = math.sqrt(variance / normal)
     normal_power = {
-        "power": regression_power(eff, se=se, threshold=tau, alpha=alpha) if se > 0 else None,
+        "power": regression_power(eff, se=se, threshold=threshold, alpha=alpha) if se > 0 else None,
         "se": None,
         "sims": None,
         "method": "normal approximation",
@@ -258,7 +258,7 @@ def _planned(
         truth,
         normal,
         power=target.power,
-        threshold=tau,
+        threshold=threshold,
         alpha=alpha,
         n_resamples=target.n_resamples,
         n_sims=target.n_sims,
@@ -434,20 +434,20 @@ def plan_runs(
     r"""Sizes at which ``rolleval compare`` gives ``regression`` for a true drop of ``effect``.
 
     The verdict ``regression`` needs a significant drop (interval and sign-flip test at
-    ``alpha``) whose estimate is at least ``threshold`` (``tau``). With the estimate
+    ``alpha``) whose estimate is at least ``threshold``. With the estimate
     ``N(-delta, s^2)`` (normal approximation, paired over problems) its probability is
     (:func:`rolleval.stats.regression_power`)
 
-    .. math:: P = \Phi\left(\frac{\delta - \max(\tau, z_{\alpha/2}\,s)}{s}\right),
+    .. math:: P = \Phi\left(\frac{\delta - \max(\theta, z_{\alpha/2}\,s)}{s}\right),
 
-    so ``power`` needs ``s <= min(delta / (z_{alpha/2} + z_beta), (delta - tau) / z_beta)``.
+    so ``power`` needs ``s <= min(delta / (z_{alpha/2} + z_beta), (delta - threshold) / z_beta)``.
     ``s^2 = (omega2 + sigma2_baseline/k_baseline + sigma2_candidate/k_candidate) / T``
     (Miller 2024) gives the problems ``T`` (:func:`rolleval.stats.required_problems` with
     ``threshold``) and, at the pilot's ``T``, the rollouts per problem
     (:func:`rolleval.stats.required_rollouts`).
 
-    A drop of at most the threshold (``delta <= tau``) is flagged at most about half the
-    time (exactly ``tau``: 1/2) whatever the size; the plan then says so and gives no size.
+    A drop of at most the threshold (``delta <= threshold``) is flagged at most about half the
+    time (exactly ``threshold``: 1/2) whatever the size; the plan then says so and gives no size.
 
     Small sizes. The normal approximation is optimistic at few problems: the verdict's
     sign-flip test on lattice-valued pass@1 is more conservative than a normal (or t) test.
@@ -481,7 +481,7 @@ def plan_runs(
     effect : float, default 0.04
         The true drop ``delta`` to catch, in pass@1 units (> 0).
     threshold : float, default 0.02
-        ``tau`` of the comparison that will be run (``rolleval compare --threshold``).
+        ``threshold`` of the comparison that will be run (``rolleval compare --threshold``).
     alpha, power : float
         Two-sided level of the comparison, and the power wanted for the verdict.
     tasks : list of str, optional

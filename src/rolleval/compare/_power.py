@@ -134,15 +134,15 @@ def planning_figures(
 def _planning_threshold(
     sample: Sample, settings: Settings, z: float, notes: list[str]
 ) -> float | None:
-    """The MDE the problems must reach for the total MDE to be the threshold: ``tau``, less
+    """The MDE the problems must reach for the total MDE to be the threshold: ``threshold``, less
     the run-level variance's part; None (with a note) when no size reaches it."""
-    tau, v = settings.threshold, sample.run_variance
-    if tau == 0.0:
+    threshold, v = settings.threshold, sample.run_variance
+    if threshold == 0.0:
         notes.append("threshold 0: no finite sample has power against a drop of size 0")
         return None
     if v <= 0:
-        return tau
-    room = tau * tau - z * z * v
+        return threshold
+    room = threshold * threshold - z * z * v
     if room <= 0:
         notes.append(
             "the run-level variance alone keeps the MDE above the threshold: no number of "

@@ -142,10 +142,10 @@ def required_problems(
 ) -> int:
     """Problems needed to detect a paired difference ``delta`` with the given power.
 
-    With ``threshold = tau > 0`` the size is for the ``regression`` verdict of
-    :func:`rolleval.compare.paired_compare` (significant *and* ``effect <= -tau``) at a
-    true drop ``delta > tau``: the target standard error is
-    ``s* = min(delta / (z_{alpha/2} + z_beta), (delta - tau) / z_beta)`` and
+    With ``threshold > 0`` the size is for the ``regression`` verdict of
+    :func:`rolleval.compare.paired_compare` (significant *and* ``effect <= -threshold``) at a
+    true drop ``delta > threshold``: the target standard error is
+    ``s* = min(delta / (z_{alpha/2} + z_beta), (delta - threshold) / z_beta)`` and
     ``T = ceil(V / s*^2)`` (see :func:`regression_power`). ``threshold = 0`` gives the
     classical size for significance below.
 
@@ -196,11 +196,11 @@ def required_problems(
     args = _validate_required_problems(
         delta, omega2, sigma2_baseline, k_baseline, sigma2_candidate, k_candidate, alpha, power
     )
-    tau = _check_threshold(threshold)
-    if tau == 0.0:
+    threshold = _check_threshold(threshold)
+    if threshold == 0.0:
         z = args.plan.design.z
         return max(1, _ceil(z * z * args.plan.per_problem_variance / (args.delta * args.delta)))
-    s = _target_se_factor(args.delta, tau, float(alpha), float(power))
+    s = _target_se_factor(args.delta, threshold, float(alpha), float(power))
     return max(1, _ceil(args.plan.per_problem_variance / (s * s)))
 
 
@@ -322,7 +322,7 @@ def required_rollouts(
         (z_{alpha/2} + z_beta)**2 * (omega2 + (sigma2_baseline + sigma2_candidate) / K) / T <= delta**2
 
     i.e. ``K = ceil((sigma2_baseline + sigma2_candidate) / (T delta**2 / z**2 - omega2))``.
-    With ``threshold = tau > 0``, ``delta / z`` is replaced by the target standard error
+    With ``threshold > 0``, ``delta / z`` is replaced by the target standard error
     of the regression verdict, as in :func:`required_problems`.
     More rollouts only shrink the within-problem noise; when ``omega2`` alone
     already needs more problems (``T delta**2 / z**2 <= omega2``), no ``K`` is
@@ -363,8 +363,8 @@ def required_rollouts(
         delta, n_problems, omega2, sigma2_baseline, sigma2_candidate, alpha, power
     )
     design = args.design
-    tau = _check_threshold(threshold)
-    s = _target_se_factor(args.delta, tau, float(alpha), float(power))
+    threshold = _check_threshold(threshold)
+    s = _target_se_factor(args.delta, threshold, float(alpha), float(power))
     budget = args.n_problems * s * s
     room = budget - design.omega2
     noise = design.sigma2_baseline + design.sigma2_candidate
@@ -382,11 +382,11 @@ def regression_power(
 
     Normal approximation: the observed effect is ``N(-delta, se^2)``; the verdict needs a
     significant drop (``effect <= -z_{alpha/2} se``) of at least the threshold
-    (``effect <= -tau``), so [1]_
+    (``effect <= -threshold``), so [1]_
 
-    .. math:: P = \Phi\left(\frac{\delta - \max(\tau, z_{\alpha/2}\,se)}{se}\right).
+    .. math:: P = \Phi\left(\frac{\delta - \max(\theta, z_{\alpha/2}\,se)}{se}\right).
 
-    At ``delta = tau`` (and ``z se < tau``) this is 1/2: a drop of exactly the threshold is
+    At ``delta = threshold`` (and ``z se < threshold``) this is 1/2: a drop of exactly the threshold is
     flagged about half the time, whatever the size. The other tail (a significant gain) is
     ignored; it is below ``alpha/2``.
 
@@ -397,7 +397,7 @@ def regression_power(
     se : float
         Standard error of the effect at the design, > 0.
     threshold : float, default 0
-        ``tau >= 0`` of the verdict.
+        ``threshold >= 0`` of the verdict.
     alpha : float, default 0.05
         Two-sided level.
 
@@ -421,7 +421,7 @@ def regression_power(
     """
     delta_ = check_nonnegative(delta, "delta")
     se_ = check_positive(se, "se")
-    tau = _check_threshold(threshold)
+    threshold = _check_threshold(threshold)
     alpha_ = check_open_unit(alpha, "alpha")
     z_a = _STD_NORMAL.inv_cdf(1.0 - alpha_ / 2.0)
-    return _STD_NORMAL.cdf((delta_ - max(tau, z_a * se_)) / se_)
+    return _STD_NORMAL.cdf((delta_ - max(threshold, z_a * se_)) / se_)
