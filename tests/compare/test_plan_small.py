@@ -25,8 +25,8 @@ def _one_kind(baseline: float, candidate: float, k: int) -> TruthModel:
     return TruthModel(
         baseline=np.array([baseline]),
         candidate=np.array([candidate]),
-        k_baseline=np.array([k]),
-        k_candidate=np.array([k]),
+        n_rollouts_baseline=np.array([k]),
+        n_rollouts_candidate=np.array([k]),
         drop=baseline - candidate,
     )
 

@@ -624,7 +624,7 @@ def run_level_blocks(run_level: dict[str, Any] | None) -> list[Block]:
             left=2,
         ),
         Para(
-            f"run-level variance of the effect v_baseline/k_baseline + v_candidate/k_candidate "
+            f"run-level variance of the effect v_baseline/n_runs_baseline + v_candidate/n_runs_candidate "
             f"= {parts} = {run_level['run_variance']:.3g}"
         ),
     ]

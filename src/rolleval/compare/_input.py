@@ -66,7 +66,7 @@ class PairedInput:
         interval resamples clusters and the test flips signs per cluster.
     run_variance : float, default 0.0
         Variance that run-level shocks add to the effect (``mean(d)``), beyond what the
-        problems of one run show: ``v_baseline / k_baseline + v_candidate / k_candidate``
+        problems of one run show: ``v_baseline / n_runs_baseline + v_candidate / n_runs_candidate``
         for run-level variances ``v`` of one run's mean and ``k`` replicate runs per side
         (:func:`rolleval.stats.run_noise` measures ``v`` from A/A replicates). 0 = the
         problems of a run are independent (the assumption of the problem-level test).

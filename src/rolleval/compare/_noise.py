@@ -1,6 +1,6 @@
 """An endpoint's run-level noise, measured from A/A replicate runs, for ``rolleval compare``.
 
-``measure_run_noise(runs)`` reads k >= 2 run directories of one configuration (the same
+``measure_run_noise(runs)`` reads n_runs >= 2 run directories of one configuration (the same
 model, serving, tasks and rollouts per problem; only the run seed differs) and gives, per
 task, :func:`rolleval.stats.run_noise` over the problems all of them judged.
 ``save_run_noise`` writes it as a small JSON file (``format: rolleval-run-noise``) and

@@ -241,8 +241,8 @@ def paired_compare(
        the variance components ``omega2 = Var(x_baseline - x_candidate)``, ``sigma2_*``
        and ``k_*`` (:func:`rolleval.stats.paired_variance_components`)::
 
-           MDE = (z_{alpha/2} + z_beta) * sqrt((omega2 + sigma2_baseline/k_baseline
-                                               + sigma2_candidate/k_candidate) / T)
+           MDE = (z_{alpha/2} + z_beta) * sqrt((omega2 + sigma2_baseline/n_rollouts_baseline
+                                               + sigma2_candidate/n_rollouts_candidate) / T)
 
        otherwise ``MDE = (z_{alpha/2} + z_beta) * se`` (the same quantity without the
        split). When the verdict is inconclusive or insufficient evidence:

@@ -77,7 +77,7 @@ class TaskPlan:
     components : dict
         The variance components of pass@1 behind the plan: ``omega2`` (variance of the
         per-problem shift), ``sigma2_baseline``, ``sigma2_candidate`` (mean within-problem
-        Bernoulli variance) and ``k_baseline``, ``k_candidate`` (rollouts per problem), ``n``,
+        Bernoulli variance) and ``n_rollouts_baseline``, ``n_rollouts_candidate`` (rollouts per problem), ``n``,
         ``status`` and ``reason``; with one pilot also ``between``, ``within`` and
         ``observed`` (:func:`rolleval.stats.variance_components`).
     assumption : str
@@ -309,9 +309,9 @@ def _paired_components(
     components: dict[str, Any] = {
         "omega2": comp.omega2,
         "sigma2_baseline": comp.sigma2_baseline,
-        "k_baseline": comp.k_baseline,
+        "n_rollouts_baseline": comp.n_rollouts_baseline,
         "sigma2_candidate": comp.sigma2_candidate,
-        "k_candidate": comp.k_candidate,
+        "n_rollouts_candidate": comp.n_rollouts_candidate,
         "n": comp.n,
         "status": comp.status,
         "reason": comp.reason,
@@ -349,9 +349,9 @@ def _total_kwargs(components: dict[str, Any]) -> dict[str, float]:
     return {
         "omega2": float(components["total_variance"]),
         "sigma2_baseline": 0.0,
-        "k_baseline": 1.0,
+        "n_rollouts_baseline": 1.0,
         "sigma2_candidate": 0.0,
-        "k_candidate": 1.0,
+        "n_rollouts_candidate": 1.0,
     }
 
 
@@ -374,9 +374,9 @@ def _components(
         "observed": vc.observed,
         "omega2": 0.0 if ok else None,
         "sigma2_baseline": vc.within,
-        "k_baseline": vc.k,
+        "n_rollouts_baseline": vc.n_rollouts,
         "sigma2_candidate": vc.within,
-        "k_candidate": vc.k,
+        "n_rollouts_candidate": vc.n_rollouts,
         "n": vc.n,
         "status": vc.status,
         "reason": vc.reason,
@@ -402,14 +402,14 @@ def _planner_kwargs(components: dict[str, Any]) -> tuple[dict[str, float], float
         kw = {
             "omega2": float(components["omega2"]),
             "sigma2_baseline": float(components["sigma2_baseline"]),
-            "k_baseline": float(components["k_baseline"]),
+            "n_rollouts_baseline": float(components["n_rollouts_baseline"]),
             "sigma2_candidate": float(components["sigma2_candidate"]),
-            "k_candidate": float(components["k_candidate"]),
+            "n_rollouts_candidate": float(components["n_rollouts_candidate"]),
         }
     variance = (
         kw["omega2"]
-        + kw["sigma2_baseline"] / kw["k_baseline"]
-        + kw["sigma2_candidate"] / kw["k_candidate"]
+        + kw["sigma2_baseline"] / kw["n_rollouts_baseline"]
+        + kw["sigma2_candidate"] / kw["n_rollouts_candidate"]
     )
     return kw, variance
 
@@ -441,7 +441,7 @@ def plan_runs(
     .. math:: P = \Phi\left(\frac{\delta - \max(\theta, z_{\alpha/2}\,s)}{s}\right),
 
     so ``power`` needs ``s <= min(delta / (z_{alpha/2} + z_beta), (delta - threshold) / z_beta)``.
-    ``s^2 = (omega2 + sigma2_baseline/k_baseline + sigma2_candidate/k_candidate) / T``
+    ``s^2 = (omega2 + sigma2_baseline/n_rollouts_baseline + sigma2_candidate/n_rollouts_candidate) / T``
     (Miller 2024) gives the problems ``T`` (:func:`rolleval.stats.required_problems` with
     ``threshold``) and, at the pilot's ``T``, the rollouts per problem
     (:func:`rolleval.stats.required_rollouts`).
@@ -497,7 +497,7 @@ def plan_runs(
     -------
     PlanResult
         The arguments and, per task, a :class:`TaskPlan`: the components (``omega2``,
-        ``sigma2_baseline``, ``k_baseline``, ``sigma2_candidate``, ``k_candidate``),
+        ``sigma2_baseline``, ``n_rollouts_baseline``, ``sigma2_candidate``, ``n_rollouts_candidate``),
         ``required_problems``, ``required_rollouts_at_current_problems``, ``mde_current``
         (significance at ``power``), ``regression_power_current``, ``equivalence_problems``
         (the problems at which the minimum detectable effect reaches the threshold, which
@@ -611,12 +611,12 @@ def _task_plan(
 
 
 def _variance(kw: dict[str, float]) -> float:
-    """``omega2 + sigma2_baseline/k_baseline + sigma2_candidate/k_candidate``: ``T`` times
+    """``omega2 + sigma2_baseline/n_rollouts_baseline + sigma2_candidate/n_rollouts_candidate``: ``T`` times
     the variance of the paired effect."""
     return (
         kw["omega2"]
-        + kw["sigma2_baseline"] / kw["k_baseline"]
-        + kw["sigma2_candidate"] / kw["k_candidate"]
+        + kw["sigma2_baseline"] / kw["n_rollouts_baseline"]
+        + kw["sigma2_candidate"] / kw["n_rollouts_candidate"]
     )
 
 

@@ -88,10 +88,10 @@ def minimum_detectable(sample: Sample, settings: Settings, se: float | None) -> 
         mde = minimum_detectable_effect(t, **kw, alpha=alpha, power=power)
         path = "binomial variance components (Miller 2024)"
         notes.append(
-            f"MDE = z * sqrt((omega2 + sigma2_baseline/k_baseline + "
-            f"sigma2_candidate/k_candidate) / T) with omega2 = {kw['omega2']:.4g}, "
-            f"sigma2_baseline = {kw['sigma2_baseline']:.4g} (k = {kw['k_baseline']:g}), "
-            f"sigma2_candidate = {kw['sigma2_candidate']:.4g} (k = {kw['k_candidate']:g})"
+            f"MDE = z * sqrt((omega2 + sigma2_baseline/n_rollouts_baseline + "
+            f"sigma2_candidate/n_rollouts_candidate) / T) with omega2 = {kw['omega2']:.4g}, "
+            f"sigma2_baseline = {kw['sigma2_baseline']:.4g} (n_rollouts = {kw['n_rollouts_baseline']:g}), "
+            f"sigma2_candidate = {kw['sigma2_candidate']:.4g} (n_rollouts = {kw['n_rollouts_candidate']:g})"
         )
     elif se is not None:
         mde = z * se
@@ -171,9 +171,9 @@ def _needed_problems(
         kw = {
             "omega2": var_d,
             "sigma2_baseline": 0.0,
-            "k_baseline": 1.0,
+            "n_rollouts_baseline": 1.0,
             "sigma2_candidate": 0.0,
-            "k_candidate": 1.0,
+            "n_rollouts_candidate": 1.0,
         }
     needed = required_problems(tau_plan, **kw, alpha=alpha, power=power)
     if bound is not None:

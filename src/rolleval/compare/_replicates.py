@@ -5,7 +5,7 @@ the replicates of a side are runs of its configuration that differ only in the r
 Per task, each side's correct and judged rollouts are pooled over its runs
 (:func:`pool_task`; a problem must be in every run of its side), the problem-level test
 runs on the pooled rates, and :meth:`ReplicateCounts.resolve` gives the run-level variance
-of the effect, ``v_baseline / k_baseline + v_candidate / k_candidate``, each ``v`` from
+of the effect, ``v_baseline / n_runs_baseline + v_candidate / n_runs_candidate``, each ``v`` from
 :func:`rolleval.stats.run_noise` over that side's own runs when it has two or more
 (docs/contract.md, "Run-level noise"). :func:`load_side` reads and checks a side.
 """
@@ -40,7 +40,7 @@ REPLICATE_METRIC = "pass@1"
 
 #: The note of a comparison whose one-run side borrows the other side's run-level variance.
 BORROWED_NOTE = (
-    "validity: the {one}'s run-level variance is the {other}'s, measured from its {k} runs; "
+    "validity: the {one}'s run-level variance is the {other}'s, measured from its {n_runs} runs; "
     "this assumes both sides' endpoints carry the same run-level noise, which one {one} run "
     "cannot check (give --{one}-replicate runs to measure it)"
 )
@@ -205,7 +205,7 @@ def refuse_metric(metric: str, frames: Sequence[ProblemFrame]) -> None:
 @dataclass(frozen=True)
 class PooledTask:
     """One task of a side pooled over its runs: the frame and the per-run count matrices
-    (``k x T``, columns in the frame's problem order)."""
+    (``n_runs x T``, columns in the frame's problem order)."""
 
     frame: ProblemFrame
     c: np.ndarray
@@ -291,9 +291,9 @@ class SideNoise:
     Attributes
     ----------
     n_runs : int
-        ``k``: the side's runs.
+        The side's runs.
     measured : RunNoise or None
-        :func:`rolleval.stats.run_noise` over the side's own runs (``k >= 2``), on the
+        :func:`rolleval.stats.run_noise` over the side's own runs (``n_runs >= 2``), on the
         compared problems every run of the side judged; None for one run, or when no
         compared problem was judged in every run.
     variance : float or None
@@ -322,10 +322,10 @@ class SideNoise:
 class RunLevel:
     """A comparison's run-level variance from replicate runs (:meth:`ReplicateCounts.resolve`).
 
-    ``run_variance = v_baseline / k_baseline + v_candidate / k_candidate`` (0 when neither
+    ``run_variance = v_baseline / n_runs_baseline + v_candidate / n_runs_candidate`` (0 when neither
     side has a ``v``); ``run_variance_se`` its standard error as an estimate:
     ``sqrt(sum_m 2 a_m^2 S_m^4 / (k_m - 1))`` over the measured sides ``m``, with ``S_m^2``
-    the sample variance of their run means and ``a_m`` the sum of ``1/k`` over the sides
+    the sample variance of their run means and ``a_m`` the sum of ``1/n_runs`` over the sides
     using ``v_m`` (a file's ``v`` counts as known). ``notes`` say where each ``v`` comes
     from and what it assumes.
     """
@@ -351,14 +351,14 @@ class RunLevel:
             "candidate": self.candidate.to_dict(),
             "run_variance": self.run_variance,
             "run_variance_se": self.run_variance_se,
-            "formula": "v_baseline / k_baseline + v_candidate / k_candidate",
+            "formula": "v_baseline / n_runs_baseline + v_candidate / n_runs_candidate",
             "notes": list(self.notes),
         }
 
 
 @dataclass(frozen=True)
 class ReplicateCounts:
-    """Per-run counts of one task on both sides (``k x T`` each, columns in the pooled
+    """Per-run counts of one task on both sides (``n_runs x T`` each, columns in the pooled
     frames' problem order) and a run-noise file's ``v`` for the task (or None)."""
 
     c_baseline: np.ndarray
@@ -370,7 +370,7 @@ class ReplicateCounts:
     def resolve(self, pos_baseline: np.ndarray, pos_candidate: np.ndarray) -> RunLevel:
         """The run-level variance of the effect over the aligned problems.
 
-        ``v`` of a side with ``k >= 2`` runs is ``run_noise`` over the compared problems
+        ``v`` of a side with ``n_runs >= 2`` runs is ``run_noise`` over the compared problems
         (judged on both sides) that every run of the side judged. A side of one run takes
         the run-noise file's ``v`` when given, else the other side's measured ``v``.
         """
@@ -380,21 +380,21 @@ class ReplicateCounts:
             "baseline": _measure(self.c_baseline[:, pb], self.n_baseline[:, pb], compared),
             "candidate": _measure(self.c_candidate[:, pc], self.n_candidate[:, pc], compared),
         }
-        k = {"baseline": len(self.n_baseline), "candidate": len(self.n_candidate)}
+        n_runs = {"baseline": len(self.n_baseline), "candidate": len(self.n_candidate)}
         sides: dict[str, SideNoise] = {}
         for role, other in (("baseline", "candidate"), ("candidate", "baseline")):
             m = own[role]
             if m is not None:
-                sides[role] = SideNoise(k[role], m, m.run_variance, "own replicates")
+                sides[role] = SideNoise(n_runs[role], m, m.run_variance, "own replicates")
             elif self.file_variance is not None:
-                sides[role] = SideNoise(k[role], None, self.file_variance, "run-noise file")
+                sides[role] = SideNoise(n_runs[role], None, self.file_variance, "run-noise file")
             elif own[other] is not None:
                 src: Source = (
                     "baseline replicates" if other == "baseline" else "candidate replicates"
                 )
-                sides[role] = SideNoise(k[role], None, own[other].run_variance, src)  # type: ignore[union-attr]
+                sides[role] = SideNoise(n_runs[role], None, own[other].run_variance, src)  # type: ignore[union-attr]
             else:
-                sides[role] = SideNoise(k[role], None, None, None)
+                sides[role] = SideNoise(n_runs[role], None, None, None)
         b, c = sides["baseline"], sides["candidate"]
         rv = 0.0
         if b.variance is not None and c.variance is not None:
@@ -405,7 +405,7 @@ class ReplicateCounts:
 
 def _estimate_se(sides: dict[str, SideNoise]) -> float:
     """Standard error of ``run_variance`` from the measured sides' run-mean variances:
-    ``Var(S^2) = 2 S^4 / (k - 1)`` for ``k`` runs (normal run means)."""
+    ``Var(S^2) = 2 S^4 / (n_runs - 1)`` for ``n_runs`` runs (normal run means)."""
     total = 0.0
     for role, side in sides.items():
         m = side.measured
@@ -438,13 +438,15 @@ def _notes(b: SideNoise, c: SideNoise, rv: float, file_given: bool) -> list[str]
         ]
     notes = [
         "interval and p-value include the run-level variance of the effect "
-        f"v_baseline/k_baseline + v_candidate/k_candidate = {parts}"
+        f"v_baseline/n_runs_baseline + v_candidate/n_runs_candidate = {parts}"
     ]
     for side, other in ((b, c), (c, b)):
         if side.source in ("baseline replicates", "candidate replicates"):
             one = "candidate" if side is c else "baseline"
             notes.append(
-                BORROWED_NOTE.format(one=one, other=str(side.source).split()[0], k=other.n_runs)
+                BORROWED_NOTE.format(
+                    one=one, other=str(side.source).split()[0], n_runs=other.n_runs
+                )
             )
         elif side.source == "run-noise file":
             one = "candidate" if side is c else "baseline"

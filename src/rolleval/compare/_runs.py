@@ -549,7 +549,7 @@ def compare_replicate_frames(
     Each side's correct and judged rollouts are pooled over its runs (:func:`pool_task`),
     the pooled frames are compared as by :func:`compare_frames` (``options``, or the keywords
     of :class:`CompareOptions`), and the interval and p-value include
-    ``v_baseline / k_baseline + v_candidate / k_candidate`` (:meth:`ReplicateCounts.resolve`;
+    ``v_baseline / n_runs_baseline + v_candidate / n_runs_candidate`` (:meth:`ReplicateCounts.resolve`;
     ``file_variance``: a run-noise file's ``v`` for a side of one run). pass@1 only."""
     settings = TaskSettings(
         metric=canonical_metric(metric),
@@ -754,7 +754,7 @@ def compare_runs(
     ``baseline_replicates``/``candidate_replicates``: more runs of a side's configuration
     that differ only in the run seed (refused otherwise, ``UsageError``). Each side's
     pass@1 counts are pooled over its runs and the effect's variance gains
-    ``v_baseline / k_baseline + v_candidate / k_candidate``, each ``v`` measured from the
+    ``v_baseline / n_runs_baseline + v_candidate / n_runs_candidate``, each ``v`` measured from the
     side's own runs (:func:`compare_replicate_frames`); a side of one run takes ``v`` from
     ``run_noise`` when given, else from the other side. The result's ``replicates`` and
     each task's ``run_level`` say which.

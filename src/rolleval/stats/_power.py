@@ -85,24 +85,26 @@ def _check_threshold(threshold: object) -> float:
 
 class _PlanArgs(NamedTuple):
     design: _Design
-    per_problem_variance: (
-        float  # omega2 + sigma2_baseline/k_baseline + sigma2_candidate/k_candidate
-    )
+    per_problem_variance: float  # omega2 + sigma2_baseline/n_rollouts_baseline + sigma2_candidate/n_rollouts_candidate
 
 
 def _plan(
     omega2: object,
     sigma2_baseline: object,
-    k_baseline: object,
+    n_rollouts_baseline: object,
     sigma2_candidate: object,
-    k_candidate: object,
+    n_rollouts_candidate: object,
     alpha: object,
     power: object,
 ) -> _PlanArgs:
     design = _design(omega2, sigma2_baseline, sigma2_candidate, alpha, power)
-    k_a_ = check_positive(k_baseline, "k_baseline")
-    k_b_ = check_positive(k_candidate, "k_candidate")
-    variance = design.omega2 + design.sigma2_baseline / k_a_ + design.sigma2_candidate / k_b_
+    n_rollouts_baseline_ = check_positive(n_rollouts_baseline, "n_rollouts_baseline")
+    n_rollouts_candidate_ = check_positive(n_rollouts_candidate, "n_rollouts_candidate")
+    variance = (
+        design.omega2
+        + design.sigma2_baseline / n_rollouts_baseline_
+        + design.sigma2_candidate / n_rollouts_candidate_
+    )
     return _PlanArgs(design, variance)
 
 
@@ -115,16 +117,24 @@ def _validate_required_problems(
     delta: object,
     omega2: object,
     sigma2_baseline: object,
-    k_baseline: object,
+    n_rollouts_baseline: object,
     sigma2_candidate: object,
-    k_candidate: object,
+    n_rollouts_candidate: object,
     alpha: object,
     power: object,
 ) -> _RequiredProblemsArgs:
     delta_ = check_positive(delta, "delta")
     return _RequiredProblemsArgs(
         delta_,
-        _plan(omega2, sigma2_baseline, k_baseline, sigma2_candidate, k_candidate, alpha, power),
+        _plan(
+            omega2,
+            sigma2_baseline,
+            n_rollouts_baseline,
+            sigma2_candidate,
+            n_rollouts_candidate,
+            alpha,
+            power,
+        ),
     )
 
 
@@ -133,9 +143,9 @@ def required_problems(
     *,
     omega2: float,
     sigma2_baseline: float,
-    k_baseline: float,
+    n_rollouts_baseline: float,
     sigma2_candidate: float,
-    k_candidate: float,
+    n_rollouts_candidate: float,
     alpha: float = 0.05,
     power: float = 0.8,
     threshold: float = 0.0,
@@ -151,7 +161,7 @@ def required_problems(
 
     Normal approximation for a two-sided paired test at level ``alpha`` [1]_ [2]_::
 
-        T = ceil((z_{alpha/2} + z_beta)**2 * (omega2 + sigma2_baseline/k_baseline + sigma2_candidate/k_candidate) / delta**2)
+        T = ceil((z_{alpha/2} + z_beta)**2 * (omega2 + sigma2_baseline/n_rollouts_baseline + sigma2_candidate/n_rollouts_candidate) / delta**2)
 
     with ``z_{alpha/2} = norm.ppf(1 - alpha/2)``, ``z_beta = norm.ppf(power)``,
     ``omega2 = Var(x_baseline - x_candidate)`` across problems and ``sigma2_*`` the mean
@@ -168,7 +178,7 @@ def required_problems(
         Smallest difference in mean score worth detecting, > 0 (score units).
     omega2, sigma2_baseline, sigma2_candidate : float
         Variance components, >= 0.
-    k_baseline, k_candidate : float
+    n_rollouts_baseline, n_rollouts_candidate : float
         Rollouts per problem of the baseline and of the candidate, > 0.
     alpha : float, default 0.05
         Two-sided significance level, in (0, 1).
@@ -190,11 +200,18 @@ def required_problems(
     Examples
     --------
     >>> from rolleval.stats import required_problems
-    >>> required_problems(0.03, omega2=0.02, sigma2_baseline=0.15, k_baseline=8, sigma2_candidate=0.15, k_candidate=8)
+    >>> required_problems(0.03, omega2=0.02, sigma2_baseline=0.15, n_rollouts_baseline=8, sigma2_candidate=0.15, n_rollouts_candidate=8)
     502
     """
     args = _validate_required_problems(
-        delta, omega2, sigma2_baseline, k_baseline, sigma2_candidate, k_candidate, alpha, power
+        delta,
+        omega2,
+        sigma2_baseline,
+        n_rollouts_baseline,
+        sigma2_candidate,
+        n_rollouts_candidate,
+        alpha,
+        power,
     )
     threshold = _check_threshold(threshold)
     if threshold == 0.0:
@@ -213,16 +230,24 @@ def _validate_minimum_detectable_effect(
     n_problems: object,
     omega2: object,
     sigma2_baseline: object,
-    k_baseline: object,
+    n_rollouts_baseline: object,
     sigma2_candidate: object,
-    k_candidate: object,
+    n_rollouts_candidate: object,
     alpha: object,
     power: object,
 ) -> _MdeArgs:
     n_problems_ = check_count(n_problems, "n_problems", minimum=1)
     return _MdeArgs(
         n_problems_,
-        _plan(omega2, sigma2_baseline, k_baseline, sigma2_candidate, k_candidate, alpha, power),
+        _plan(
+            omega2,
+            sigma2_baseline,
+            n_rollouts_baseline,
+            sigma2_candidate,
+            n_rollouts_candidate,
+            alpha,
+            power,
+        ),
     )
 
 
@@ -231,9 +256,9 @@ def minimum_detectable_effect(
     *,
     omega2: float,
     sigma2_baseline: float,
-    k_baseline: float,
+    n_rollouts_baseline: float,
     sigma2_candidate: float,
-    k_candidate: float,
+    n_rollouts_candidate: float,
     alpha: float = 0.05,
     power: float = 0.8,
 ) -> float:
@@ -241,7 +266,7 @@ def minimum_detectable_effect(
 
     The inverse of :func:`required_problems` [1]_::
 
-        MDE = (z_{alpha/2} + z_beta) * sqrt((omega2 + sigma2_baseline/k_baseline + sigma2_candidate/k_candidate) / T)
+        MDE = (z_{alpha/2} + z_beta) * sqrt((omega2 + sigma2_baseline/n_rollouts_baseline + sigma2_candidate/n_rollouts_candidate) / T)
 
     Parameters
     ----------
@@ -249,7 +274,7 @@ def minimum_detectable_effect(
         Number of paired problems ``T``, >= 1.
     omega2, sigma2_baseline, sigma2_candidate : float
         Variance components, >= 0 (see :func:`paired_variance_components`).
-    k_baseline, k_candidate : float
+    n_rollouts_baseline, n_rollouts_candidate : float
         Rollouts per problem of the baseline and of the candidate, > 0.
     alpha : float, default 0.05
         Two-sided significance level.
@@ -269,7 +294,7 @@ def minimum_detectable_effect(
     Examples
     --------
     >>> from rolleval.stats import minimum_detectable_effect, required_problems
-    >>> kw = dict(omega2=0.02, sigma2_baseline=0.15, k_baseline=8, sigma2_candidate=0.15, k_candidate=8)
+    >>> kw = dict(omega2=0.02, sigma2_baseline=0.15, n_rollouts_baseline=8, sigma2_candidate=0.15, n_rollouts_candidate=8)
     >>> mde = minimum_detectable_effect(500, **kw)
     >>> round(mde, 4)
     0.03
@@ -277,7 +302,14 @@ def minimum_detectable_effect(
     500
     """
     args = _validate_minimum_detectable_effect(
-        n_problems, omega2, sigma2_baseline, k_baseline, sigma2_candidate, k_candidate, alpha, power
+        n_problems,
+        omega2,
+        sigma2_baseline,
+        n_rollouts_baseline,
+        sigma2_candidate,
+        n_rollouts_candidate,
+        alpha,
+        power,
     )
     return args.plan.design.z * math.sqrt(args.plan.per_problem_variance / args.n_problems)
 
