@@ -347,24 +347,25 @@ def load_variant(root: Path, variant: str) -> tuple[list[int], list[Any]]:
 
 
 def verdict_matrix(frames: Sequence[Any], resamples: int) -> np.ndarray:
-    """``V[a, b]`` = verdict code of baseline a vs candidate b: -1 regression, +1
-    improvement, 0 anything else (what ``rolleval compare`` decides for one task)."""
-    k = len(frames)
-    v = np.zeros((k, k), dtype=np.int8)
-    for a, b in itertools.permutations(range(k), 2):
-        res = compare_frames(frames[a], frames[b], n_resamples=resamples, rng=0)
+    """``V[baseline, candidate]`` = verdict code of run ``baseline`` against run
+    ``candidate``: -1 regression, +1 improvement, 0 anything else (what ``rolleval compare``
+    decides for one task)."""
+    n_runs = len(frames)
+    v = np.zeros((n_runs, n_runs), dtype=np.int8)
+    for baseline, candidate in itertools.permutations(range(n_runs), 2):
+        res = compare_frames(frames[baseline], frames[candidate], n_resamples=resamples, rng=0)
         word = res.comparison.verdict
-        v[a, b] = -1 if word == "regression" else (1 if word == "improvement" else 0)
+        v[baseline, candidate] = -1 if word == "regression" else (1 if word == "improvement" else 0)
     return v
 
 
 def pair_rates(v: np.ndarray, idx: np.ndarray) -> tuple[float, float]:
     """Regression and improvement rates over ordered pairs of distinct original seeds."""
-    a, b = np.meshgrid(idx, idx, indexing="ij")
-    keep = a != b
+    baseline, candidate = np.meshgrid(idx, idx, indexing="ij")
+    keep = baseline != candidate
     if not keep.any():
         return math.nan, math.nan
-    vals = v[a[keep], b[keep]]
+    vals = v[baseline[keep], candidate[keep]]
     return float(np.mean(vals == -1)), float(np.mean(vals == 1))
 
 

@@ -424,21 +424,21 @@ def variance_components(c: object, n: object) -> VarianceComponents:
 
 
 class _PairedCounts(NamedTuple):
-    a: _Counts
-    b: _Counts
+    baseline: _Counts
+    candidate: _Counts
 
 
 def _validate_paired_variance_components(
     c_baseline: object, n_baseline: object, c_candidate: object, n_candidate: object
 ) -> _PairedCounts:
-    a = _counts(c_baseline, n_baseline, "c_baseline", "n_baseline")
-    b = _counts(c_candidate, n_candidate, "c_candidate", "n_candidate")
-    if a.c.size != b.c.size:
+    baseline = _counts(c_baseline, n_baseline, "c_baseline", "n_baseline")
+    candidate = _counts(c_candidate, n_candidate, "c_candidate", "n_candidate")
+    if baseline.c.size != candidate.c.size:
         raise UsageError(
             "`c_baseline` and `c_candidate` must have one entry per problem of the same aligned problem "
-            f"list; got {a.c.size} and {b.c.size}"
+            f"list; got {baseline.c.size} and {candidate.c.size}"
         )
-    return _PairedCounts(a, b)
+    return _PairedCounts(baseline, candidate)
 
 
 def paired_variance_components(
@@ -486,21 +486,21 @@ def paired_variance_components(
     115
     """
     pair = _validate_paired_variance_components(c_baseline, n_baseline, c_candidate, n_candidate)
-    t = pair.a.c.size
-    n_rollouts_baseline = float(np.mean(pair.a.n)) if t else 0.0
-    n_rollouts_candidate = float(np.mean(pair.b.n)) if t else 0.0
-    reason = _unavailable_reason(pair.a) or _unavailable_reason(pair.b)
+    t = pair.baseline.c.size
+    n_rollouts_baseline = float(np.mean(pair.baseline.n)) if t else 0.0
+    n_rollouts_candidate = float(np.mean(pair.candidate.n)) if t else 0.0
+    reason = _unavailable_reason(pair.baseline) or _unavailable_reason(pair.candidate)
     if reason is not None:
         return PairedVarianceComponents(
             None, None, n_rollouts_baseline, None, n_rollouts_candidate, t, "unavailable", reason
         )
-    wa, wb = _within(pair.a), _within(pair.b)
-    observed = _centered_sum_of_squares(wa.means - wb.means) / (t - 1)
+    w_baseline, w_candidate = _within(pair.baseline), _within(pair.candidate)
+    observed = _centered_sum_of_squares(w_baseline.means - w_candidate.means) / (t - 1)
     return PairedVarianceComponents(
-        omega2=max(0.0, observed - wa.noise - wb.noise),
-        sigma2_baseline=wa.sigma2,
+        omega2=max(0.0, observed - w_baseline.noise - w_candidate.noise),
+        sigma2_baseline=w_baseline.sigma2,
         n_rollouts_baseline=n_rollouts_baseline,
-        sigma2_candidate=wb.sigma2,
+        sigma2_candidate=w_candidate.sigma2,
         n_rollouts_candidate=n_rollouts_candidate,
         n=t,
         status="ok",
