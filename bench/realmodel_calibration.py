@@ -603,7 +603,7 @@ def print_sequential(aa: dict[str, Any], power: dict[str, Any] | None) -> None:
 def replicate_aa(frames: list[Any], k: int, draws: int, resamples: int) -> dict[str, Any]:
     """A/A with ``k`` replicate runs per side (``compare --baseline-replicate``): ``draws``
     random pairs of disjoint ``k``-seed groups, each compared by the replicate design."""
-    from rolleval.compare._runs import compare_replicate_frames
+    from rolleval.compare._per_task import compare_replicate_frames
 
     rng = np.random.default_rng(26)
     codes = []

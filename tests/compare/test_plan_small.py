@@ -11,7 +11,7 @@ from scipy import stats
 
 from conftest import run_cli, synthetic_pair
 from rolleval.compare import plan_runs
-from rolleval.compare._smallplan import (
+from rolleval.compare._simulated_power import (
     SMALL_T,
     TruthModel,
     regression_power_by_simulation,

@@ -123,7 +123,7 @@ def compare_cmd(
     """
     from .._report._render import emit
     from ..compare import compare_runs
-    from ..compare._seqruns import compare_sequential_run, sequential_design_of
+    from ..compare._sequential_run import compare_sequential_run, sequential_design_of
 
     if sequential_design_of(candidate) is not None:
         if baseline_replicates or candidate_replicates:

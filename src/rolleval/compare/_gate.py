@@ -46,15 +46,9 @@ from ._frame import HEALTH_METRICS, ProblemFrame, canonical_metric, load_frames
 from ._options import CompareOptions
 from ._paired import Comparison
 from ._pairs import TaskPair, pair_tasks, parse_task_map
+from ._per_task import TaskComparison, TaskSettings, compare_task
 from ._rule import PolicyVerdict
-from ._runs import (
-    Overall,
-    TaskComparison,
-    TaskSettings,
-    compare_task,
-    decide_overall,
-    label_sides,
-)
+from ._runs import Overall, decide_overall, label_sides
 
 __all__ = ["DEFAULT_POLICY", "GateResult", "gate_run", "load_policy"]
 
@@ -268,7 +262,7 @@ def gate_run(
         rng=rng,
         power=power,
     )
-    from ._seqruns import refuse_sequential
+    from ._sequential_run import refuse_sequential
 
     refuse_sequential(baseline, run, hint="`rolleval compare BASE RUN` with its own BASE")
     fb = load_frames(baseline)

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import UsageError
 from ..stats._validate import as_counts, describe, is_int
-from ._verdict import holm
+from ._holm import holm
 
 __all__ = ["problem_movers"]
 

@@ -28,7 +28,7 @@ from ..stats import (
 from ._align import Alignment, align_frames
 from ._frame import ProblemFrame, load_frames, resolve_tasks
 from ._options import one_of
-from ._smallplan import SMALL_T, small_sample_problems, truth_model
+from ._simulated_power import SMALL_T, small_sample_problems, truth_model
 
 __all__ = ["PlanOptions", "PlanResult", "TaskPlan", "plan_runs"]
 
@@ -451,12 +451,12 @@ def plan_runs(
 
     Small sizes. The normal approximation is optimistic at few problems: the verdict's
     sign-flip test on lattice-valued pass@1 is more conservative than a normal (or t) test.
-    When the normal size is at most :data:`~._smallplan.SMALL_T` (100) problems, the plan
+    When the normal size is at most :data:`~._simulated_power.SMALL_T` (100) problems, the plan
     simulates the verdict itself (:func:`rolleval.compare.paired_compare` with
     ``n_resamples``) on ``n_sims`` pairs of runs drawn from the pilot
-    (:func:`._smallplan.truth_model`: shrunk pilot rates, the candidate shifted to the drop)
+    (:func:`._simulated_power.truth_model`: shrunk pilot rates, the candidate shifted to the drop)
     and grows the size until the simulated power reaches ``power``
-    (:func:`._smallplan.small_sample_problems`); ``power_planned`` says which method gave
+    (:func:`._simulated_power.small_sample_problems`); ``power_planned`` says which method gave
     the figure, with its Monte Carlo SE.
 
     With one pilot run the candidate is assumed to shift every problem equally

@@ -103,7 +103,7 @@ class SideRuns:
 
 
 def _refuse_sequential(path: str, role: str) -> None:
-    from ._seqruns import sequential_design_of
+    from ._sequential_run import sequential_design_of
 
     if sequential_design_of(path) is not None:
         raise UsageError(

@@ -1,6 +1,6 @@
 """The verdict words of a paired comparison and the decision rule that picks one.
 
-A leaf module: :mod:`._paired` (one comparison) and :mod:`._verdict` (Holm and the gate)
+A leaf module: :mod:`._paired` (one comparison) and :mod:`._holm` (Holm and the gate)
 both import from here, and it imports neither, so the two never import each other.
 """
 

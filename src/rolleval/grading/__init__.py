@@ -21,13 +21,13 @@ futures, for a runner that grades as rollouts arrive.
 """
 
 from .._public import publish
-from ._base import Grader, Judgement, grading_reference
 from ._code import CodeGrader, extract_code
 from ._judge import JudgeGrader, parse_judge_reply
 from ._loglik import LoglikGrader, score_options
 from ._math import MATH_EXTRACTORS, MathGrader
 from ._mcq import McqGrader, extract_choice
 from ._pool import GradingPool, default_workers, grade_problems
+from ._protocol import Grader, Judgement, grading_reference
 from ._qa import QaGrader, drop_metrics, squad_metrics
 from ._registry import GRADER_TYPES, grader_versions, make_grader
 from ._short import ShortAnswerGrader, normalize_short_answer

@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
 from ..errors import UsageError
-from ._base import (
+from ._protocol import (
     Grader,
     Judgement,
     check_rollouts,

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 import orjson
 
 from ..errors import UsageError
-from ._base import (
+from ._protocol import (
     BadReferenceError,
     Grader,
     Judgement,
@@ -63,7 +63,7 @@ def score_options(
 
     ``options`` are :class:`~rolleval.records.OptionScore` dicts in option order; the gold
     options are those whose ``text`` equals ``gold_text``. Raises
-    :class:`~rolleval.grading._base.BadReferenceError` when no option (or every option) is
+    :class:`~rolleval.grading._protocol.BadReferenceError` when no option (or every option) is
     gold, ``ValueError`` for unusable scores.
     """
     if normalisation not in NORMALISATIONS:

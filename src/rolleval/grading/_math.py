@@ -13,7 +13,8 @@ from importlib import metadata
 from typing import Any, ClassVar
 
 from ..errors import MissingDependencyError, UsageError
-from ._base import (
+from ._extract import EXTRACTORS
+from ._protocol import (
     BadReferenceError,
     Grader,
     Judgement,
@@ -23,7 +24,6 @@ from ._base import (
     failed_all,
     reference_aliases,
 )
-from ._extract import EXTRACTORS
 
 __all__ = ["MATH_EXTRACTORS", "MathGrader"]
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ..errors import UsageError
-from ._base import (
+from ._protocol import (
     BadReferenceError,
     Grader,
     Judgement,

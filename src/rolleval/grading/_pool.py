@@ -39,7 +39,7 @@ from typing import Any
 
 from .._sanitize import registered_forms
 from ..errors import MissingDependencyError, RollevalError, RunError, UsageError
-from ._base import Grader, Judgement, check_rollouts, describe_exception, failed_all
+from ._protocol import Grader, Judgement, check_rollouts, describe_exception, failed_all
 
 __all__ = ["GradingPool", "default_workers", "grade_problems"]
 

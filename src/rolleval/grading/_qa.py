@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import UsageError
-from ._base import (
+from ._protocol import (
     BadReferenceError,
     Grader,
     Judgement,

@@ -8,12 +8,12 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import UsageError
-from ._base import Grader
 from ._code import CodeGrader
 from ._judge import JudgeGrader
 from ._loglik import LoglikGrader
 from ._math import MathGrader
 from ._mcq import McqGrader
+from ._protocol import Grader
 from ._qa import QaGrader
 from ._short import ShortAnswerGrader
 

@@ -10,7 +10,7 @@ from fractions import Fraction
 from typing import Any, ClassVar
 
 from ..errors import UsageError
-from ._base import (
+from ._protocol import (
     BadReferenceError,
     Grader,
     Judgement,

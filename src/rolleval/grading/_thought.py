@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UsageError
-from ._base import Judgement
+from ._protocol import Judgement
 
 __all__ = [
     "NO_ANSWER",
