@@ -46,14 +46,14 @@ DEFAULT_JUDGE_PROMPT = (
     "line: VERDICT: CORRECT or VERDICT: INCORRECT."
 )
 _LOGIC_VERSION = "1"
-_VERDICT_LINE = re.compile(r"VERDICT\s*:\s*\**\s*(CORRECT|INCORRECT)\b", re.IGNORECASE)
+_DECISION_LINE = re.compile(r"VERDICT\s*:\s*\**\s*(CORRECT|INCORRECT)\b", re.IGNORECASE)
 _RETRYABLE = {408, 409, 429, 500, 502, 503, 504}
 
 
 def parse_judge_reply(reply: str) -> bool | None:
     """``True``/``False`` from the last ``VERDICT: CORRECT|INCORRECT`` in ``reply``; ``None``
     when there is none."""
-    found = _VERDICT_LINE.findall(reply or "")
+    found = _DECISION_LINE.findall(reply or "")
     return None if not found else found[-1].upper() == "CORRECT"
 
 
