@@ -216,19 +216,19 @@ def paired_compare(
     9. Verdict, with ``threshold`` in the metric's units, ``[lo, hi]`` the
        interval widened by the exact bound of step 7 where there is one:
 
-       ============================================================  ============================  ====
-       evidence                                                      verdict                       exit
-       ============================================================  ============================  ====
-       ``T < 2``, or ``min_attainable_pvalue(T or C) > alpha``       insufficient_evidence         3
-       significant, ``effect <= -threshold``                               regression                    1
-       significant, ``effect >= +threshold``                               improvement                   0
-       significant, ``lo <= -threshold < effect``                          inconclusive                  3
-       significant, otherwise                                        significant_below_threshold   0
-       not significant, interval inside ``(-threshold, threshold)``, and so is   equivalent_within_threshold   0
+       =======================================================================  ===========================  ====
+       evidence                                                                 verdict                      exit
+       =======================================================================  ===========================  ====
+       ``T < 2``, or ``min_attainable_pvalue(T or C) > alpha``                  insufficient_evidence        3
+       significant, ``effect <= -threshold``                                    regression                   1
+       significant, ``effect >= +threshold``                                    improvement                  0
+       significant, ``lo <= -threshold < effect``                               inconclusive                 3
+       significant, otherwise                                                   significant_below_threshold  0
+       not significant, interval inside ``(-threshold, threshold)``, and so is  equivalent_within_threshold  0
        ``[lo, hi]``, and ``mde_ok``
-       not significant, interval inside ``(-threshold, threshold)``, otherwise   insufficient_evidence         3
-       not significant, otherwise                                    inconclusive                  3
-       ============================================================  ============================  ====
+       not significant, interval inside ``(-threshold, threshold)``, otherwise  insufficient_evidence        3
+       not significant, otherwise                                               inconclusive                 3
+       =======================================================================  ===========================  ====
 
        Non-significance is never called equivalence unless the whole interval lies
        inside the open band ``(-threshold, +threshold)``, the sample can bound the difference, and

@@ -69,18 +69,18 @@ def sequential_verdict(
     The fixed design's words, with the sequence in place of the fixed-sample interval
     ("significant" = the sequence excludes 0). With ``threshold`` in the metric's units, in this order:
 
-    ==========================================  ===============================  ====
-    at this look                                verdict (stop)                   exit
-    ==========================================  ===============================  ====
-    ``upper <= 0`` and ``lower >= -threshold``        ``significant_below_threshold``  0
-    ``upper <= 0`` and ``effect <= -threshold``       ``regression``                   1
-    ``lower >= 0``                              ``improvement`` if ``effect >=   0
-                                                threshold``, else
-                                                ``significant_below_threshold``
-    ``-threshold <= lower`` and ``upper <= threshold``      ``equivalent_within_threshold``  0
-    otherwise, budget spent                     ``inconclusive``                 3
-    otherwise                                   (none: look again)
-    ==========================================  ===============================  ====
+    ==================================================  ===============================  ====
+    at this look                                        verdict (stop)                   exit
+    ==================================================  ===============================  ====
+    ``upper <= 0`` and ``lower >= -threshold``          ``significant_below_threshold``  0
+    ``upper <= 0`` and ``effect <= -threshold``         ``regression``                   1
+    ``lower >= 0``                                      ``improvement`` if ``effect >=   0
+                                                        threshold``, else
+                                                        ``significant_below_threshold``
+    ``-threshold <= lower`` and ``upper <= threshold``  ``equivalent_within_threshold``  0
+    otherwise, budget spent                             ``inconclusive``                 3
+    otherwise                                           (none: look again)
+    ==================================================  ===============================  ====
 
     An exit 0 at any look needs the sequence to exclude every drop of ``threshold`` or more, and a
     regression needs it to exclude 0: so a true drop of at least ``threshold`` passes, and a
