@@ -369,7 +369,7 @@ def bench_judge(problems: int, rollouts: int = 2, max_tokens: int = 32) -> None:
         f"judge: rolleval {n / seconds:.2f} judged answers/s, no peer ({n} answers to "
         f"{len(rows)} common_knowledge questions, instant scripted candidate, the embedded "
         f"model judging with max_tokens {max_tokens}; run end to end; {n - errors}/{n} replies "
-        f"with a verdict, {errors}/{n} grader errors; {spent} judge completion tokens; "
+        f"with a VERDICT line, {errors}/{n} grader errors; {spent} judge completion tokens; "
         f"load {os.getloadavg()[0]:.1f})"
     )
 

@@ -89,9 +89,9 @@ def main() -> None:
                     abs(mean),
                     omega2=var,
                     sigma2_baseline=0.0,
-                    k_baseline=1,
+                    n_rollouts_baseline=1,
                     sigma2_candidate=0.0,
-                    k_candidate=1,
+                    n_rollouts_candidate=1,
                 )
             )
         print(

@@ -2,7 +2,7 @@
 
 Every figure is a rate over simulations, printed with its Monte Carlo standard error
 ``SE = sqrt(r (1 - r) / sims)``; a check passes when the rate is within its target allowing
-two SEs (``<= target + 2 SE`` or ``>= target - 2 SE``). alpha = 0.05, threshold tau = 0.02,
+two SEs (``<= target + 2 SE`` or ``>= target - 2 SE``). alpha = 0.05, threshold = 0.02,
 ``--resamples`` bootstrap resamples / sign vectors per comparison.
 
 Main design (rows 1-3, unchanged from before issue 10): T problems (``--problems``) with true
@@ -18,7 +18,7 @@ side, pass@1 = Binomial(K, rate_i) / K, compared with counts (Miller's variance 
 
 Issue 10 settings:
 
-4. False equivalence at a true drop of 2 x tau = 0.04: n = 1 and n = 4 rollouts at
+4. False equivalence at a true drop of 2 x threshold = 0.04: n = 1 and n = 4 rollouts at
    T = 6, 10, 20 (p_i ~ Beta(2, 2)), and saturated problems (baseline rate 1, candidate
    0.96) at T = 6, 10, 20, 100, n = 4. ``equivalent_within_threshold`` <= 0.025 + 2 SE.
 5. A/A false regression of maj@n and self-consistency with n = 16 against n = 4, T = 100:
@@ -29,14 +29,14 @@ Issue 10 settings:
    Coverage of 0 by the interval >= 0.93 and false regression <= 0.025 + 2 SE with the
    clusters declared; [info] the same without them (the defect).
 7. Plan: sizes from one pilot run (T = 200, K = 8, Beta(2, 2)) for the regression verdict at
-   a true drop delta against tau (``required_problems(..., threshold=tau)``, omega2 = 0), then
+   a true drop delta against threshold (``required_problems(..., threshold=threshold)``, omega2 = 0), then
    comparisons at that size with the realized mean drop delta: the regression verdict
    >= 0.80 - 2 SE. delta = 0.03 (significance binds) and 0.025 (the threshold binds).
 8. [info] Equivalence stays reachable: the share of A/A comparisons (K = 8, Beta(2, 2))
    called equivalent at T = 1000 and 2000.
 9. The sequential design (issue 24): ``bench/calibration_sequential.py`` says what (A/A
    false regression looked at after every problem, power and problems used at drops of
-   1x, 2x, 4x tau beside the fixed design at the same budget ``--seq-problems``).
+   1x, 2x, 4x threshold beside the fixed design at the same budget ``--seq-problems``).
 
     python bench/calibration.py [--sims 2000 --problems 200 --rollouts 8 --seed 0]
                                 [--resamples 2000 --workers 2] [--only main,equiv,...]
@@ -141,7 +141,7 @@ def main_design(settings: Settings, drop: float, sims: range) -> dict[str, np.nd
 def false_equivalence(
     settings: Settings, t: int, k: int, saturated: bool, sims: range
 ) -> dict[str, np.ndarray]:
-    """Row 4: a true mean drop of 2 tau; how often is it called equivalent?"""
+    """Row 4: a true mean drop of 2 threshold; how often is it called equivalent?"""
     drop = 2 * THRESHOLD
     out = {"equivalent": np.zeros(len(sims), bool), "regression": np.zeros(len(sims), bool)}
     for j, sim in enumerate(sims):
@@ -245,9 +245,9 @@ def planned_size(settings: Settings, delta: float) -> int:
         delta,
         omega2=0.0,
         sigma2_baseline=vc.within,
-        k_baseline=vc.k,
+        n_rollouts_baseline=vc.k,
         sigma2_candidate=vc.within,
-        k_candidate=vc.k,
+        n_rollouts_candidate=vc.k,
         alpha=ALPHA,
         power=0.8,
         threshold=THRESHOLD,
@@ -373,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
                 None,
             )
         if "equiv" in only:
-            print("calibration: [equiv] a true drop of 2 x tau = 0.04: false equivalence")
+            print("calibration: [equiv] a true drop of 2 x threshold = 0.04: false equivalence")
             for saturated, ks, ts in ((False, (1, 4), (6, 10, 20)), (True, (4,), (6, 10, 20, 100))):
                 for k in ks:
                     for t in ts:
@@ -409,7 +409,7 @@ def main(argv: list[str] | None = None) -> int:
             rep.line("false regression, clusters ignored", out["regression_flat"], "info", None)
         if "plan" in only:
             print(
-                f"calibration: [plan] pilot T=200, K={args.rollouts}; regression verdict, tau={THRESHOLD}"
+                f"calibration: [plan] pilot T=200, K={args.rollouts}; regression verdict, threshold={THRESHOLD}"
             )
             for delta in (0.03, 0.025):
                 t = planned_size(settings, delta)

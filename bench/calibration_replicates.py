@@ -24,7 +24,7 @@ import numpy as np
 from scipy.special import expit, logit
 
 from rolleval.compare import ProblemFrame, compare_frames
-from rolleval.compare._runs import compare_replicate_frames
+from rolleval.compare._per_task import compare_replicate_frames
 
 
 def _frame(c: np.ndarray, n: int) -> ProblemFrame:

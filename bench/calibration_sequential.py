@@ -5,16 +5,16 @@ rollouts per problem on both sides (both drawn fresh: BASE is a run with rollout
 too), the candidate's rates shifted so that the realized mean drop is exact
 (``realized_shift``). The sequential run looks **after every problem** (the worst case for
 optional stopping) and applies the rule of ``rolleval.compare._sequential`` at
-alpha = 0.05, tau = 0.02 (``first_decision``: the sequence's position relative to -tau, 0
-and tau, tested equal to the interval form).
+alpha = 0.05, threshold = 0.02 (``first_decision``: the sequence's position relative to -threshold, 0
+and threshold, tested equal to the interval form).
 
 Rows (2,000 simulations each by default):
 
 * A/A: false regression <= alpha/2 + 2 SE. [info] the share settled as equivalent or
   inconclusive, and a naive fixed-sample test (normal interval of the mean at level
-  1 - alpha, regression when it excludes 0 and the mean is <= -tau) looked at after every
+  1 - alpha, regression when it excludes 0 and the mean is <= -threshold) looked at after every
   10th problem: the false alarms optional stopping adds to a fixed design.
-* True drops of 1x, 2x and 4x tau: the sequential regression share and the mean and 90th
+* True drops of 1x, 2x and 4x threshold: the sequential regression share and the mean and 90th
   percentile of the problems used; beside it the fixed design on all N problems
   (``paired_compare`` with counts, B bootstrap resamples, the same draws). Targets: the
   mean problems used at most 30% of N at 4x and at most 60% at 2x (the fixed design uses N).
@@ -102,7 +102,7 @@ def report_sequential(rep: Any, run: Any, pool: Any, settings: Any, sims: int, n
     k = settings.rollouts
     print(
         f"calibration: [sequential] budget N={n} problems, K={k} rollouts, p_i ~ Beta(2, 2), "
-        f"looked at after every problem; alpha={ALPHA}, tau={THRESHOLD}"
+        f"looked at after every problem; alpha={ALPHA}, threshold={THRESHOLD}"
     )
     aa = run(sequential_rows, (settings.seed, n, k, 0.0, settings.resamples, False), sims, pool)
     rep.at_most("A/A false regression, sequential", aa["regression"], ALPHA / 2)
@@ -126,7 +126,7 @@ def report_sequential(rep: Any, run: Any, pool: Any, settings: Any, sims: int, n
             sequential_rows, (settings.seed, n, k, drop, settings.resamples, True), sims, pool
         )
         rep.line(
-            f"drop {mult}x tau = {drop:g}: sequential regression",
+            f"drop {mult}x threshold = {drop:g}: sequential regression",
             out["regression"],
             "power, info",
             None,

@@ -33,7 +33,7 @@ import numpy as np
 
 from rolleval.compare._frame import frame_from_table
 from rolleval.compare._paired import paired_compare
-from rolleval.compare._runs import compare_frames
+from rolleval.compare._per_task import compare_frames
 from rolleval.rundir._table import build_task_table
 
 ALPHA = 0.05

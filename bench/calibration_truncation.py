@@ -12,7 +12,7 @@ p_i unless truncated (then wrong, whatever it would have said).
   both). The regression verdict must be as rare as in any A/A comparison: <= alpha/2 + 2 SE.
 * ``power``: the baseline truncates 5% of its rollouts, the candidate 35% (30 points more:
   the issue's candidate that runs out of budget in thought). The size comes from ``plan``'s
-  rule (``required_problems(..., threshold=tau)`` for power 0.8, with the paired variance
+  rule (``required_problems(..., threshold=threshold)`` for power 0.8, with the paired variance
   components of one pilot pair of runs at T = 200); at that size the regression verdict must
   be called at the power the plan predicts: >= 0.80 - 2 SE. (Before issue 19 these rollouts
   were infra errors, excluded from the denominator: the drop was invisible.)
@@ -21,7 +21,7 @@ p_i unless truncated (then wrong, whatever it would have said).
 * ``small``: the planner's predicted power at small sizes (T = 10, 19, 40) against the power
   simulated here, for the ``power`` scenario. The prediction is ``plan``'s: at 100 problems
   or fewer, a simulation of compare's rule on runs drawn from the pilot pair
-  (``rolleval.compare._smallplan``), ``--sims`` draws of its own seed stream. The two must
+  (``rolleval.compare._simulated_power``), ``--sims`` draws of its own seed stream. The two must
   agree within 2 SE of their difference; the normal and the t (T - 1 degrees of freedom)
   approximations are printed beside them for reference.
 
@@ -46,8 +46,8 @@ import numpy as np
 from scipy import stats
 
 from rolleval.compare._frame import frame_from_table
-from rolleval.compare._runs import compare_frames
-from rolleval.compare._smallplan import (
+from rolleval.compare._per_task import compare_frames
+from rolleval.compare._simulated_power import (
     SMALL_T,
     SimulatedPower,
     TruthModel,
@@ -126,8 +126,8 @@ def planned_size(name: str, *, rollouts: int, seed: int, resamples: int, sims: i
     kw = vc.power_kwargs()
     variance = (
         kw["omega2"]
-        + kw["sigma2_baseline"] / kw["k_baseline"]
-        + kw["sigma2_candidate"] / kw["k_candidate"]
+        + kw["sigma2_baseline"] / kw["n_rollouts_baseline"]
+        + kw["sigma2_candidate"] / kw["n_rollouts_candidate"]
     )
     delta = (cand_share - base_share) * 0.5
     normal = required_problems(delta, alpha=ALPHA, power=0.8, threshold=THRESHOLD, **kw)

@@ -303,20 +303,20 @@ def cmd_replay(args: argparse.Namespace) -> int:
 # ------------------------------------------------------------------- identity
 
 
-def _texts_and_verdicts(run: Path) -> tuple[dict[Any, str | None], dict[Any, bool]]:
-    """The effective rollout text and verdict of every ``(problem id, index)`` of the run's
+def _texts_and_judgements(run: Path) -> tuple[dict[Any, str | None], dict[Any, bool]]:
+    """The effective rollout text and judgement of every ``(problem id, index)`` of the run's
     task, read through the typed record model (a run stopped part way reads too); the
-    verdicts of completed rollouts only."""
+    judgements of completed rollouts only."""
     from rolleval.rundir._store import RunDir
 
     files = RunDir.open(run).require_task(TASK)
     texts = {k: r.text for k, r in files.read_rollouts().effective.items()}
-    verdicts = {
+    judgements = {
         k: bool(j.correct)
         for k, j in files.read_judgements().effective.items()
         if j.status == "ok"  # completed rollouts only (a run stopped part way has failures)
     }
-    return texts, verdicts
+    return texts, judgements
 
 
 def cmd_identity(args: argparse.Namespace) -> int:
@@ -328,8 +328,8 @@ def cmd_identity(args: argparse.Namespace) -> int:
         main_run = root / "main" / run.name
         if not (run.is_dir() and run.name[5:].isdigit() and main_run.is_dir()):
             continue
-        mt, mv = _texts_and_verdicts(main_run)
-        vt, vv = _texts_and_verdicts(run)
+        mt, mv = _texts_and_judgements(main_run)
+        vt, vv = _texts_and_judgements(run)
         keys = [k for k in vv if k in mv]
         diff = [k for k in keys if mt.get(k) != vt.get(k)]
         print(
@@ -359,7 +359,7 @@ def _rollouts_of(run: Path) -> tuple[list[Any], dict[Any, int], dict[Any, str | 
         if key not in seeds:
             order.append(key)
         seeds[key] = int(rec.seed) if rec.seed is not None else -1
-    texts, _ = _texts_and_verdicts(run)
+    texts, _ = _texts_and_judgements(run)
     return order, seeds, texts
 
 
@@ -459,24 +459,25 @@ def load_variant(
 
 
 def verdict_matrix(frames: Sequence[Any], resamples: int) -> np.ndarray:
-    """``V[a, b]`` = verdict code of baseline a vs candidate b: -1 regression, +1
-    improvement, 0 anything else (what ``rolleval compare`` decides for one task)."""
-    k = len(frames)
-    v = np.zeros((k, k), dtype=np.int8)
-    for a, b in itertools.permutations(range(k), 2):
-        res = compare_frames(frames[a], frames[b], n_resamples=resamples, rng=0)
+    """``V[baseline, candidate]`` = verdict code of run ``baseline`` against run
+    ``candidate``: -1 regression, +1 improvement, 0 anything else (what ``rolleval compare``
+    decides for one task)."""
+    n_runs = len(frames)
+    v = np.zeros((n_runs, n_runs), dtype=np.int8)
+    for baseline, candidate in itertools.permutations(range(n_runs), 2):
+        res = compare_frames(frames[baseline], frames[candidate], n_resamples=resamples, rng=0)
         word = res.comparison.verdict
-        v[a, b] = -1 if word == "regression" else (1 if word == "improvement" else 0)
+        v[baseline, candidate] = -1 if word == "regression" else (1 if word == "improvement" else 0)
     return v
 
 
 def pair_rates(v: np.ndarray, idx: np.ndarray) -> tuple[float, float]:
     """Regression and improvement rates over ordered pairs of distinct original seeds."""
-    a, b = np.meshgrid(idx, idx, indexing="ij")
-    keep = a != b
+    baseline, candidate = np.meshgrid(idx, idx, indexing="ij")
+    keep = baseline != candidate
     if not keep.any():
         return math.nan, math.nan
-    vals = v[a[keep], b[keep]]
+    vals = v[baseline[keep], candidate[keep]]
     return float(np.mean(vals == -1)), float(np.mean(vals == 1))
 
 
@@ -677,7 +678,7 @@ def sequential_power(
 def print_sequential(aa: dict[str, Any], power: dict[str, Any] | None) -> None:
     target = ALPHA / 2
     print(
-        f"sequential (betting CS, alpha {ALPHA}, tau {THRESHOLD}), main A/A, {aa['pairs']} ordered pairs:"
+        f"sequential (betting CS, alpha {ALPHA}, threshold {THRESHOLD}), main A/A, {aa['pairs']} ordered pairs:"
     )
     for every in (1, 10):
         r = aa[f"every_{every}"]
@@ -699,7 +700,7 @@ def print_sequential(aa: dict[str, Any], power: dict[str, Any] | None) -> None:
     p = power
     print(
         f"  power, main vs rope (rope_freq_scale 0.8), {p['pairs']} pairs, mean effect "
-        f"{p['mean_effect']:+.4f} ({p['mean_effect'] / THRESHOLD:+.1f}x tau):\n"
+        f"{p['mean_effect']:+.4f} ({p['mean_effect'] / THRESHOLD:+.1f}x threshold):\n"
         f"    fixed design on all {p['problems']} problems: regression {p['fixed_regression']:.3f}\n"
         f"    sequential, every problem: regression {p['seq_every_1_regression']:.3f}, problems "
         f"used mean {p['seq_every_1_used_mean']:.1f}, p90 {p['seq_every_1_used_p90']:.0f}\n"
@@ -714,7 +715,7 @@ def print_sequential(aa: dict[str, Any], power: dict[str, Any] | None) -> None:
 def replicate_aa(frames: list[Any], k: int, draws: int, resamples: int) -> dict[str, Any]:
     """A/A with ``k`` replicate runs per side (``compare --baseline-replicate``): ``draws``
     random pairs of disjoint ``k``-seed groups, each compared by the replicate design."""
-    from rolleval.compare._runs import compare_replicate_frames
+    from rolleval.compare._per_task import compare_replicate_frames
 
     rng = np.random.default_rng(26)
     codes = []
@@ -743,9 +744,9 @@ def rollout_permutation_pvalue(root: Path, seeds: list[int], sims: int) -> float
     function of its prompt and seed (``identity``), whatever run it is placed in."""
     outcomes: list[dict[str, list[bool]]] = []
     for seed in seeds:
-        _, verdicts = _texts_and_verdicts(root / "main" / f"seed-{seed}")
+        _, judgements = _texts_and_judgements(root / "main" / f"seed-{seed}")
         by_problem: dict[str, list[bool]] = {}
-        for (pid, _index), ok in sorted(verdicts.items()):
+        for (pid, _index), ok in sorted(judgements.items()):
             by_problem.setdefault(pid, []).append(ok)
         outcomes.append(by_problem)
     pids = sorted(set.intersection(*(set(o) for o in outcomes)))
@@ -770,9 +771,9 @@ def run_effect_anova(root: Path, seeds: list[int]) -> dict[str, Any] | None:
 
     rows = []
     for seed in seeds:
-        _, verdicts = _texts_and_verdicts(root / "main" / f"seed-{seed}")
+        _, judgements = _texts_and_judgements(root / "main" / f"seed-{seed}")
         cells: dict[int, list[bool]] = {}
-        for (_pid, index), ok in verdicts.items():
+        for (_pid, index), ok in judgements.items():
             cells.setdefault(index, []).append(ok)
         rows.append([np.mean(cells[j]) for j in sorted(cells)])
     m = np.array(rows)

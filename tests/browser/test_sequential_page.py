@@ -9,7 +9,7 @@ import pytest
 from conftest import run_cli, write_math_task, write_run_yaml
 from rendered_numbers import missing
 from rolleval._report._html import compare_html, write_html
-from rolleval.compare._seqruns import compare_sequential_run
+from rolleval.compare._sequential_run import compare_sequential_run
 from rolleval.testing import OpenAIServer
 
 pytestmark = pytest.mark.browser

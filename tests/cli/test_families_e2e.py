@@ -81,7 +81,7 @@ def test_code_tasks_run_report_show_regrade_compare(tmp_path):
 
     res = run_cli("regrade", str(tmp_path / "cand"))
     assert res.returncode == 0, res.stderr
-    assert "humaneval: 6 of 6 rollouts judged, 0 verdicts changed" in res.stdout
+    assert "humaneval: 6 of 6 rollouts graded, 0 judgements changed" in res.stdout
 
     out = tmp_path / "cmp.json"
     res = run_cli("compare", str(tmp_path / "base"), str(tmp_path / "cand"), "--output", str(out))

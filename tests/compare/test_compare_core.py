@@ -351,7 +351,12 @@ def test_needed_problems_without_counts_matches_required_problems():
     res = paired_compare(shifted(20, [(3, -0.25), (2, +0.25)]))
     var_d = res.se**2 * 20
     expected = required_problems(
-        0.02, omega2=var_d, sigma2_baseline=0, k_baseline=1, sigma2_candidate=0, k_candidate=1
+        0.02,
+        omega2=var_d,
+        sigma2_baseline=0,
+        n_rollouts_baseline=1,
+        sigma2_candidate=0,
+        n_rollouts_candidate=1,
     )
     assert res.needed_problems == expected
     assert res.needed_rollouts is None and "counts" in res.power_note
@@ -558,9 +563,9 @@ def test_needed_problems_of_a_near_degenerate_sample():
         0.02,
         omega2=var_d,
         sigma2_baseline=0,
-        k_baseline=1,
+        n_rollouts_baseline=1,
         sigma2_candidate=0,
-        k_candidate=1,
+        n_rollouts_candidate=1,
     )
     # at 1,000 problems 10 would have moved and the bootstrap takes over
     assert res.needed_problems == max(from_variance, min(n_fit, 1000))

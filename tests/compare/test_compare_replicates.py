@@ -23,8 +23,8 @@ from rolleval.compare import (
     paired_compare,
 )
 from rolleval.compare._frame import load_frames
+from rolleval.compare._per_task import compare_replicate_frames
 from rolleval.compare._replicates import pool_task
-from rolleval.compare._runs import compare_replicate_frames
 from rolleval.errors import UsageError
 from rolleval.stats import run_noise
 from rolleval.testing._synthetic import write_synthetic_run
@@ -273,7 +273,7 @@ def test_cli_end_to_end_in_every_format(tmp_path: Path) -> None:
         r = run_cli("compare", *args, "--format", fmt)
         assert "baseline: 3 runs (seeds 0, 1, 2)" in r.stdout, fmt
         assert f"3 runs (seeds 0, 1, 2): {label}" in r.stdout, fmt
-        assert "own replicates" in r.stdout and "v_baseline/k_baseline" in r.stdout
+        assert "own replicates" in r.stdout and "v_baseline/n_runs_baseline" in r.stdout
         assert "cannot check this" not in r.stdout
     html = tmp_path / "res.html"
     r = run_cli("compare", *args, "--html", str(html))

@@ -126,7 +126,7 @@ def test_timeouts_of_wrong_answers_count_as_failures_not_an_improvement(tmp_path
     assert "timeouts count as failures" in text
     rep = json.loads((c / "report.json").read_text())["tasks"][TASK]
     assert rep["timeout_policy"] == "failure"
-    assert rep["rollouts"]["scored"] == 300 * 8
+    assert rep["rollouts"]["judged"] == 300 * 8
     assert rep["health"]["timeouts"]["count"] > 100 and rep["health"]["infra_errors"]["count"] == 0
 
 

@@ -142,8 +142,8 @@ def test_plan_sizes_for_the_regression_verdict(tmp_path):
     e = data["tasks"]["synthetic_math"]
     comp = e["components"]
     var = (
-        comp["sigma2_baseline"] / comp["k_baseline"]
-        + comp["sigma2_candidate"] / comp["k_candidate"]
+        comp["sigma2_baseline"] / comp["n_rollouts_baseline"]
+        + comp["sigma2_candidate"] / comp["n_rollouts_candidate"]
     )
     z_a, z_b = norm.ppf(0.975), norm.ppf(0.8)
     s_star = min(0.025 / (z_a + z_b), (0.025 - 0.02) / z_b)  # the threshold binds here

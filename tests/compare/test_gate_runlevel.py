@@ -287,7 +287,7 @@ def test_cli_end_to_end_in_every_format(runs: tuple[list[str], list[str]], tmp_p
         assert r.returncode == 3, fmt
         assert "run-level variance of pass@1: replicate runs" in r.stdout, fmt
         assert "baseline: 4 runs (seeds 0, 1, 2, 3)" in r.stdout, fmt
-        assert "own replicates" in r.stdout and "v_baseline/k_baseline" in r.stdout, fmt
+        assert "own replicates" in r.stdout and "v_baseline/n_runs_baseline" in r.stdout, fmt
         assert "cannot check this" not in r.stdout, fmt
     plain = run_cli(
         "gate", cand[0], "--baseline", base[0], "--n-resamples", "300", "--format", "md"

@@ -43,7 +43,13 @@ def _hand_power(
     """The contract's replicate design by hand: pooled problem part, run part 2 v / k,
     run_variance_se from the expected run-mean variance, Satterthwaite df, nct power."""
     sb, sc, kb, kc = (
-        comp[x] for x in ("sigma2_baseline", "sigma2_candidate", "k_baseline", "k_candidate")
+        comp[x]
+        for x in (
+            "sigma2_baseline",
+            "sigma2_candidate",
+            "n_rollouts_baseline",
+            "n_rollouts_candidate",
+        )
     )
     se2 = (comp["omega2"] + sb / (k * kb) + sc / (k * kc)) / t
     rv = 2 * v / k
@@ -88,8 +94,8 @@ def test_one_run_per_side_with_a_known_v_is_the_normal_closed_form(pilot: str) -
     comp = plan.components
     big_v = (
         comp["omega2"]
-        + comp["sigma2_baseline"] / comp["k_baseline"]
-        + comp["sigma2_candidate"] / comp["k_candidate"]
+        + comp["sigma2_baseline"] / comp["n_rollouts_baseline"]
+        + comp["sigma2_candidate"] / comp["n_rollouts_candidate"]
     )
     z_a, z_b = sps.norm.ppf(0.975), sps.norm.ppf(0.8)
     s_star = min(effect / (z_a + z_b), (effect - tau) / z_b)

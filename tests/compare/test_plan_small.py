@@ -11,7 +11,7 @@ from scipy import stats
 
 from conftest import run_cli, synthetic_pair
 from rolleval.compare import plan_runs
-from rolleval.compare._smallplan import (
+from rolleval.compare._simulated_power import (
     SMALL_T,
     TruthModel,
     regression_power_by_simulation,
@@ -25,8 +25,8 @@ def _one_kind(baseline: float, candidate: float, k: int) -> TruthModel:
     return TruthModel(
         baseline=np.array([baseline]),
         candidate=np.array([candidate]),
-        k_baseline=np.array([k]),
-        k_candidate=np.array([k]),
+        n_rollouts_baseline=np.array([k]),
+        n_rollouts_candidate=np.array([k]),
         drop=baseline - candidate,
     )
 

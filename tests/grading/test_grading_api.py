@@ -1,4 +1,4 @@
-"""The grading package surface: exports, make_grader, Verdict invariants, provenance."""
+"""The grading package surface: exports, make_grader, Judgement invariants, provenance."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import rolleval.grading as grading
 from rolleval.errors import UsageError
 from rolleval.grading import (
     GRADER_TYPES,
+    Judgement,
     MathGrader,
     McqGrader,
     ShortAnswerGrader,
-    Verdict,
     grader_versions,
     make_grader,
 )
@@ -129,13 +129,13 @@ def test_make_grader_errors(spec, message):
     ],
 )
 def test_verdict_invariants(kwargs):
-    with pytest.raises(ValueError, match="Verdict"):
-        Verdict(**kwargs)
+    with pytest.raises(ValueError, match="Judgement"):
+        Judgement(**kwargs)
 
 
 def test_verdict_failed():
-    verdict = Verdict.failed("timeout after 30s", extracted="7")
-    assert (verdict.correct, verdict.cluster, verdict.grader_error) == (
+    judgement = Judgement.failed("timeout after 30s", extracted="7")
+    assert (judgement.correct, judgement.cluster, judgement.grader_error) == (
         None,
         None,
         "timeout after 30s",

@@ -22,8 +22,8 @@ def test_isolation_works_here():
     assert isolation_problem() is None
 
 
-def _raw(verdict) -> dict:
-    return json.loads(verdict.judge_raw)
+def _raw(judgement) -> dict:
+    return json.loads(judgement.judge_raw)
 
 
 def test_extract_code():
@@ -150,23 +150,29 @@ def test_hostile_rollouts_are_contained_and_grading_goes_on():
         5: "open('/usr/rolleval-escape.txt', 'w').write('x')\ndef f(x):\n    return 2 * x",
     }
     grader = CodeGrader(timeout_s=2.0)
-    verdicts = grader.grade_problem(
+    judgements = grader.grade_problem(
         tests, [(i, f"```python\n{code}\n```") for i, code in hostile.items()]
     )
     escaped = target.exists()
     target.unlink(missing_ok=True)
     assert not escaped
-    assert _raw(verdicts[0])["failure"] == "crash" and "unreachable" in _raw(verdicts[0])["message"]
+    assert (
+        _raw(judgements[0])["failure"] == "crash"
+        and "unreachable" in _raw(judgements[0])["message"]
+    )
     # the host's folders are not in the sandbox at all; what is there is read-only
     assert (
-        _raw(verdicts[1])["failure"] == "crash" and "No such file" in _raw(verdicts[1])["message"]
+        _raw(judgements[1])["failure"] == "crash"
+        and "No such file" in _raw(judgements[1])["message"]
     )
-    assert _raw(verdicts[5])["failure"] == "crash" and "Read-only" in _raw(verdicts[5])["message"]
-    assert _raw(verdicts[2])["failure"] in ("timeout", "crash")
+    assert (
+        _raw(judgements[5])["failure"] == "crash" and "Read-only" in _raw(judgements[5])["message"]
+    )
+    assert _raw(judgements[2])["failure"] in ("timeout", "crash")
     # a detached child is killed with the PID namespace, the rollout itself passes
-    assert verdicts[3].correct is True
-    assert verdicts[4].correct is True
-    assert all(v.grader_error is None for v in verdicts.values())
+    assert judgements[3].correct is True
+    assert judgements[4].correct is True
+    assert all(v.grader_error is None for v in judgements.values())
     assert _sandbox_processes() == []
 
 
@@ -177,15 +183,15 @@ def test_process_count_is_capped():
         "    except OSError:\n        break\n    if pid == 0:\n        time.sleep(20)\n        os._exit(0)\n"
         "    spawned += 1\n"
     )
-    verdict = _grade(code, ["assert 0 < spawned <= 300, spawned"], timeout_s=10.0, processes=16)
-    assert verdict.correct is True, verdict.judge_raw
+    judgement = _grade(code, ["assert 0 < spawned <= 300, spawned"], timeout_s=10.0, processes=16)
+    assert judgement.correct is True, judgement.judge_raw
     assert _sandbox_processes() == []
 
 
 def test_sandbox_failure_is_a_grader_error(monkeypatch):
     monkeypatch.setattr(_sandbox, "_NAMESPACES", 0x1)  # no namespace flag: EINVAL
-    verdicts = CodeGrader().grade_problem(["assert True"], [(0, "```python\nx = 1\n```")])
-    v = verdicts[0]
+    judgements = CodeGrader().grade_problem(["assert True"], [(0, "```python\nx = 1\n```")])
+    v = judgements[0]
     assert v.correct is None and v.grader_error.startswith("sandbox:")
     assert v.extracted == "x = 1"
 
@@ -250,11 +256,11 @@ def test_spec_round_trip_and_bad_options():
 
 def test_identical_programs_share_a_cluster_and_one_execution():
     code = "```python\ndef f(x):\n    return 2 * x\n```"
-    verdicts = CodeGrader().grade_problem(
+    judgements = CodeGrader().grade_problem(
         ["assert f(2) == 4"], [(3, code), (1, code + "\n\n"), (2, "```python\nf = abs\n```")]
     )
-    assert verdicts[1].cluster == verdicts[3].cluster == 1
-    assert verdicts[2].cluster == 2 and verdicts[2].correct is False
+    assert judgements[1].cluster == judgements[3].cluster == 1
+    assert judgements[2].cluster == 2 and judgements[2].correct is False
 
 
 def test_limits_are_applied():

@@ -10,7 +10,7 @@ import threading
 import pytest
 
 from rolleval.errors import MissingDependencyError, UsageError
-from rolleval.grading import MathGrader, Verdict, _math, grade_problems, make_grader
+from rolleval.grading import Judgement, MathGrader, _math, grade_problems, make_grader
 
 pytest.importorskip("math_verify")
 
@@ -26,11 +26,11 @@ def test_half_in_three_notations_is_one_cluster_and_correct(grader):
         (1, "The answer is 0.5"),
         (2, "#### 1/2"),
     ]
-    verdicts = grader.grade_problem(r"\frac12", rollouts)
-    assert [verdicts[i].extracted for i in range(3)] == [r"\frac{1}{2}", "0.5", "1/2"]
-    assert all(verdicts[i].correct for i in range(3))
-    assert {verdicts[i].cluster for i in range(3)} == {0}
-    assert all(verdicts[i].grader_error is None for i in range(3))
+    judgements = grader.grade_problem(r"\frac12", rollouts)
+    assert [judgements[i].extracted for i in range(3)] == [r"\frac{1}{2}", "0.5", "1/2"]
+    assert all(judgements[i].correct for i in range(3))
+    assert {judgements[i].cluster for i in range(3)} == {0}
+    assert all(judgements[i].grader_error is None for i in range(3))
 
 
 def test_distinct_answers_get_distinct_clusters_labelled_by_lowest_index(grader):
@@ -42,9 +42,9 @@ def test_distinct_answers_get_distinct_clusters_labelled_by_lowest_index(grader)
         (4, r"\boxed{x = 7}"),
         (5, r"\boxed{11}"),
     ]
-    verdicts = grader.grade_problem("7", rollouts)
-    assert {i: v.cluster for i, v in verdicts.items()} == {0: 0, 1: 1, 2: 0, 3: 1, 4: 0, 5: 5}
-    assert {i: v.correct for i, v in verdicts.items()} == {
+    judgements = grader.grade_problem("7", rollouts)
+    assert {i: v.cluster for i, v in judgements.items()} == {0: 0, 1: 1, 2: 0, 3: 1, 4: 0, 5: 5}
+    assert {i: v.correct for i, v in judgements.items()} == {
         0: True,
         1: False,
         2: True,
@@ -56,9 +56,9 @@ def test_distinct_answers_get_distinct_clusters_labelled_by_lowest_index(grader)
 
 def test_unextracted_rollout_is_wrong_and_in_no_cluster():
     grader = MathGrader(["boxed"])
-    verdicts = grader.grade_problem("4", [(0, "I think it is 4"), (1, r"\boxed{4}")])
-    assert verdicts[0] == Verdict(extracted=None, correct=False, cluster=None)
-    assert verdicts[1] == Verdict(extracted="4", correct=True, cluster=1)
+    judgements = grader.grade_problem("4", [(0, "I think it is 4"), (1, r"\boxed{4}")])
+    assert judgements[0] == Judgement(extracted=None, correct=False, cluster=None)
+    assert judgements[1] == Judgement(extracted="4", correct=True, cluster=1)
 
 
 def test_shuffled_rollouts_give_the_same_verdicts(grader):
@@ -74,16 +74,16 @@ def test_shuffled_rollouts_give_the_same_verdicts(grader):
 
 def test_every_rollout_gets_a_verdict(grader):
     rollouts = [(i, f"\\boxed{{{i % 3}}}") for i in range(10)]
-    verdicts = grader.grade_problem("1", rollouts)
-    assert sorted(verdicts) == list(range(10))
-    assert [v.correct for _, v in sorted(verdicts.items())] == [i % 3 == 1 for i in range(10)]
+    judgements = grader.grade_problem("1", rollouts)
+    assert sorted(judgements) == list(range(10))
+    assert [v.correct for _, v in sorted(judgements.items())] == [i % 3 == 1 for i in range(10)]
 
 
 def test_gold_aliases_any_match_is_correct(grader):
-    verdicts = grader.grade_problem(
+    judgements = grader.grade_problem(
         ["7", r"\frac{1}{2}"], [(0, r"\boxed{0.5}"), (1, r"\boxed{7}"), (2, r"\boxed{3}")]
     )
-    assert [verdicts[i].correct for i in range(3)] == [True, True, False]
+    assert [judgements[i].correct for i in range(3)] == [True, True, False]
 
 
 @pytest.mark.parametrize(
@@ -104,30 +104,30 @@ def test_realistic_equivalences(grader, gold, answer, correct):
 
 
 def test_unparseable_gold_is_a_grader_error_for_every_rollout(grader):
-    verdicts = grader.grade_problem(r"\text{}", [(0, r"\boxed{1}"), (1, "nothing")])
-    assert all(v.correct is None and v.cluster is None for v in verdicts.values())
-    assert all("gold" in v.grader_error for v in verdicts.values())
-    assert verdicts[0].extracted == "1"  # what was extracted is still recorded
+    judgements = grader.grade_problem(r"\text{}", [(0, r"\boxed{1}"), (1, "nothing")])
+    assert all(v.correct is None and v.cluster is None for v in judgements.values())
+    assert all("gold" in v.grader_error for v in judgements.values())
+    assert judgements[0].extracted == "1"  # what was extracted is still recorded
 
 
 @pytest.mark.parametrize("reference", [None, [], [""], ["1", 2]])
 def test_missing_or_bad_reference_is_a_grader_error(grader, reference):
-    verdicts = grader.grade_problem(reference, [(0, r"\boxed{1}")])
-    assert verdicts[0].grader_error is not None and verdicts[0].correct is None
+    judgements = grader.grade_problem(reference, [(0, r"\boxed{1}")])
+    assert judgements[0].grader_error is not None and judgements[0].correct is None
 
 
 def test_unparseable_answer_is_extracted_but_wrong(grader):
-    verdicts = grader.grade_problem("1", [(0, r"\boxed{}}}"), (1, r"\boxed{\text{}}")])
-    assert verdicts[1].extracted == r"\text{}"
-    assert verdicts[1].correct is False and verdicts[1].cluster == 1
+    judgements = grader.grade_problem("1", [(0, r"\boxed{}}}"), (1, r"\boxed{\text{}}")])
+    assert judgements[1].extracted == r"\text{}"
+    assert judgements[1].correct is False and judgements[1].cluster == 1
 
 
 def test_distinct_answers_are_parsed_once(grader):
     def calls(n):
         rollouts = [(i, r"\boxed{\frac{1}{2}}" if i % 2 else "#### 3") for i in range(n)]
         before = _math.CALLS.copy()
-        verdicts = grader.grade_problem("3", rollouts)
-        assert {v.cluster for v in verdicts.values()} == {0, 1}
+        judgements = grader.grade_problem("3", rollouts)
+        assert {v.cluster for v in judgements.values()} == {0, 1}
         return {k: _math.CALLS[k] - before[k] for k in ("parse", "parse_gold", "verify")}
 
     few, many = calls(8), calls(80)
@@ -146,10 +146,12 @@ class _ExplodingMath(MathGrader):
 
 
 def test_exception_in_one_rollout_only_marks_that_rollout():
-    verdicts = _ExplodingMath().grade_problem("2", [(0, r"\boxed{2}"), (1, "BOOM"), (2, "#### 2")])
-    assert verdicts[1].grader_error == "extraction failed: RuntimeError: extractor bug"
-    assert verdicts[1].correct is None
-    assert verdicts[0].correct and verdicts[2].correct and verdicts[2].cluster == 0
+    judgements = _ExplodingMath().grade_problem(
+        "2", [(0, r"\boxed{2}"), (1, "BOOM"), (2, "#### 2")]
+    )
+    assert judgements[1].grader_error == "extraction failed: RuntimeError: extractor bug"
+    assert judgements[1].correct is None
+    assert judgements[0].correct and judgements[2].correct and judgements[2].cluster == 0
 
 
 def test_grading_off_the_main_thread_is_refused(grader):
@@ -200,10 +202,10 @@ def test_import_does_not_need_math_verify():
 
 def test_math_verify_timeout_is_a_grader_error_not_a_wrong_answer(grader):
     # 9^(9^9) has ~370 million digits: math-verify's own 5 s alarm stops the comparison
-    verdicts = grader.grade_problem("1", [(0, r"\boxed{9^{9^{9}}}"), (1, r"\boxed{1}")])
-    assert verdicts[0].grader_error == "math-verify verify timed out after 5s"
-    assert verdicts[0].extracted == "9^{9^{9}}" and verdicts[0].correct is None
-    assert verdicts[1] == Verdict(extracted="1", correct=True, cluster=1)
+    judgements = grader.grade_problem("1", [(0, r"\boxed{9^{9^{9}}}"), (1, r"\boxed{1}")])
+    assert judgements[0].grader_error == "math-verify verify timed out after 5s"
+    assert judgements[0].extracted == "9^{9^{9}}" and judgements[0].correct is None
+    assert judgements[1] == Judgement(extracted="1", correct=True, cluster=1)
 
 
 def test_currency_gold_with_escaped_dollar_and_thin_space():

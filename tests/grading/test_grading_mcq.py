@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rolleval.grading import McqGrader, Verdict, extract_choice
+from rolleval.grading import Judgement, McqGrader, extract_choice
 
 ABCD = "ABCD"
 TEN = "ABCDEFGHIJ"
@@ -79,13 +79,13 @@ def test_table_is_large_enough():
 def test_grade_problem_clusters_by_letter():
     grader = McqGrader("ABCD")
     rollouts = [(4, "Answer: B"), (1, "The answer is (C)."), (2, "b"), (0, "no idea"), (3, "(C)")]
-    verdicts = grader.grade_problem("C", rollouts)
-    assert verdicts == {
-        0: Verdict(extracted=None, correct=False, cluster=None),
-        1: Verdict(extracted="C", correct=True, cluster=1),
-        2: Verdict(extracted="B", correct=False, cluster=2),
-        3: Verdict(extracted="C", correct=True, cluster=1),
-        4: Verdict(extracted="B", correct=False, cluster=2),
+    judgements = grader.grade_problem("C", rollouts)
+    assert judgements == {
+        0: Judgement(extracted=None, correct=False, cluster=None),
+        1: Judgement(extracted="C", correct=True, cluster=1),
+        2: Judgement(extracted="B", correct=False, cluster=2),
+        3: Judgement(extracted="C", correct=True, cluster=1),
+        4: Judgement(extracted="B", correct=False, cluster=2),
     }
 
 
@@ -96,11 +96,11 @@ def test_reference_forms(reference):
 
 @pytest.mark.parametrize("reference", ["E", "CC", "", None, []])
 def test_reference_outside_letters_is_a_grader_error(reference):
-    verdict = McqGrader().grade_problem(reference, [(0, "Answer: C")])[0]
-    assert verdict.grader_error is not None and verdict.correct is None
+    judgement = McqGrader().grade_problem(reference, [(0, "Answer: C")])[0]
+    assert judgement.grader_error is not None and judgement.correct is None
     if reference == "E":
-        assert "not one of the letters ABCD" in verdict.grader_error
-        assert verdict.extracted == "C"
+        assert "not one of the letters ABCD" in judgement.grader_error
+        assert judgement.extracted == "C"
 
 
 def test_identity_and_spec():

@@ -60,9 +60,9 @@ def scripted_pool():
         yield pool
 
 
-def _assert_paris(verdicts):
-    assert [verdicts[i].correct for i in range(3)] == [True, False, True]
-    assert [verdicts[i].cluster for i in range(3)] == [0, 1, 0]
+def _assert_paris(judgements):
+    assert [judgements[i].correct for i in range(3)] == [True, False, True]
+    assert [judgements[i].cluster for i in range(3)] == [0, 1, 0]
 
 
 def test_timeout_marks_every_rollout_and_the_pool_recovers(scripted_pool):
@@ -70,9 +70,9 @@ def test_timeout_marks_every_rollout_and_the_pool_recovers(scripted_pool):
     _assert_paris(futures[0].result())
     timed_out = futures[1].result()
     assert sorted(timed_out) == [0, 1, 2]
-    for verdict in timed_out.values():
-        assert verdict.grader_error == "timeout after 3s"
-        assert verdict.correct is None and verdict.cluster is None
+    for judgement in timed_out.values():
+        assert judgement.grader_error == "timeout after 3s"
+        assert judgement.correct is None and judgement.cluster is None
     _assert_paris(futures[2].result())
     # the killed worker was replaced: the pool keeps grading
     _assert_paris(scripted_pool.submit("Paris", ROLLOUTS).result())
@@ -85,15 +85,15 @@ def test_worker_crash_is_a_grader_error_and_the_pool_recovers(scripted_pool):
 
 
 def test_grader_exception_becomes_grader_error(scripted_pool):
-    verdicts = scripted_pool.submit("raise", ROLLOUTS).result()
-    assert {v.grader_error for v in verdicts.values()} == {"grader crashed: RuntimeError: boom"}
+    judgements = scripted_pool.submit("raise", ROLLOUTS).result()
+    assert {v.grader_error for v in judgements.values()} == {"grader crashed: RuntimeError: boom"}
 
 
 def test_missing_verdicts_are_filled_with_grader_errors(scripted_pool):
-    verdicts = scripted_pool.submit("partial", ROLLOUTS).result()
-    assert sorted(verdicts) == [0, 1, 2]
-    assert {v.grader_error for v in verdicts.values()} == {
-        "grader returned no verdict for this rollout"
+    judgements = scripted_pool.submit("partial", ROLLOUTS).result()
+    assert sorted(judgements) == [0, 1, 2]
+    assert {v.grader_error for v in judgements.values()} == {
+        "grader returned no judgement for this rollout"
     }
 
 

@@ -68,7 +68,7 @@ def test_drop_metrics(prediction, golds, em, f1):
 
 def test_grader_records_both_metrics_and_declares_f1_as_score():
     grader = make_grader({"type": "qa", "style": "drop"})
-    verdicts = grader.grade_problem(
+    judgements = grader.grade_problem(
         ["3", "three"],
         [
             (0, "Answer: 3 touchdowns\nbecause ..."),
@@ -78,19 +78,19 @@ def test_grader_records_both_metrics_and_declares_f1_as_score():
             (4, "3.0"),
         ],
     )
-    v = verdicts[0]
+    v = judgements[0]
     assert (v.extracted, v.correct, v.score, v.metrics) == (
         "3 touchdowns",
         False,
         0.67,
         {"em": 0.0, "f1": 0.67},
     )
-    assert verdicts[1].correct is True and verdicts[1].metrics == {"em": 1.0, "f1": 1.0}
-    assert verdicts[2].extracted is None and verdicts[2].metrics == {"em": 0.0, "f1": 0.0}
-    assert verdicts[3].correct is True
+    assert judgements[1].correct is True and judgements[1].metrics == {"em": 1.0, "f1": 1.0}
+    assert judgements[2].extracted is None and judgements[2].metrics == {"em": 0.0, "f1": 0.0}
+    assert judgements[3].correct is True
     # "3" and "3.0" share DROP's normal form: one cluster, labelled by the lowest index
-    assert verdicts[4].cluster == verdicts[1].cluster == 1
-    assert verdicts[0].cluster == 0
+    assert judgements[4].cluster == judgements[1].cluster == 1
+    assert judgements[0].cluster == 0
 
 
 def test_grader_spec_and_bad_reference():

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from rolleval.grading import ShortAnswerGrader, Verdict, normalize_short_answer
+from rolleval.grading import Judgement, ShortAnswerGrader, normalize_short_answer
 from rolleval.grading._short import parse_short_number
 
 
@@ -102,29 +102,29 @@ def test_equal(tolerance, a, b, equal):
 def test_grade_problem():
     grader = ShortAnswerGrader()
     rollouts = [(3, "Paris."), (0, "London"), (1, "paris"), (2, "..."), (4, "The Paris")]
-    verdicts = grader.grade_problem(["Paris", "Paris, France"], rollouts)
-    assert verdicts == {
-        0: Verdict(extracted="london", correct=False, cluster=0),
-        1: Verdict(extracted="paris", correct=True, cluster=1),
-        2: Verdict(extracted=None, correct=False, cluster=None),
-        3: Verdict(extracted="paris", correct=True, cluster=1),
-        4: Verdict(extracted="paris", correct=True, cluster=1),
+    judgements = grader.grade_problem(["Paris", "Paris, France"], rollouts)
+    assert judgements == {
+        0: Judgement(extracted="london", correct=False, cluster=0),
+        1: Judgement(extracted="paris", correct=True, cluster=1),
+        2: Judgement(extracted=None, correct=False, cluster=None),
+        3: Judgement(extracted="paris", correct=True, cluster=1),
+        4: Judgement(extracted="paris", correct=True, cluster=1),
     }
 
 
 def test_numeric_clusters_follow_the_lowest_index_representative():
     grader = ShortAnswerGrader(numeric_tolerance=1.0)
     rollouts = [(0, "10"), (1, "10.8"), (2, "11.5"), (3, "12")]
-    verdicts = grader.grade_problem("11", rollouts)
+    judgements = grader.grade_problem("11", rollouts)
     # 10.8 is within 1 of 10; 11.5 is not (though within 1 of 10.8): representatives decide
-    assert [verdicts[i].cluster for i in range(4)] == [0, 0, 2, 2]
-    assert [verdicts[i].correct for i in range(4)] == [True, True, True, True]
+    assert [judgements[i].cluster for i in range(4)] == [0, 0, 2, 2]
+    assert [judgements[i].correct for i in range(4)] == [True, True, True, True]
 
 
 def test_reference_that_normalises_to_nothing_is_a_grader_error():
-    verdict = ShortAnswerGrader().grade_problem(["Paris", "..."], [(0, "Paris")])[0]
-    assert verdict.correct is None and "empty once normalised" in verdict.grader_error
-    assert verdict.extracted == "paris"
+    judgement = ShortAnswerGrader().grade_problem(["Paris", "..."], [(0, "Paris")])[0]
+    assert judgement.correct is None and "empty once normalised" in judgement.grader_error
+    assert judgement.extracted == "paris"
 
 
 def test_identity_and_spec():

@@ -11,15 +11,15 @@ import pytest
 
 from conftest import run_cli
 from rolleval.errors import UsageError
-from rolleval.grading import JudgeGrader, make_grader, parse_judge_verdict
+from rolleval.grading import JudgeGrader, make_grader, parse_judge_reply
 from rolleval.testing import Fault, OpenAIServer
 
 
-def test_parse_judge_verdict():
-    assert parse_judge_verdict("thinking...\nVERDICT: CORRECT") is True
-    assert parse_judge_verdict("VERDICT: correct? no.\nVerdict: **INCORRECT**") is False
-    assert parse_judge_verdict("I think it is right") is None
-    assert parse_judge_verdict("") is None
+def test_parse_judge_reply():
+    assert parse_judge_reply("thinking...\nVERDICT: CORRECT") is True
+    assert parse_judge_reply("VERDICT: correct? no.\nVerdict: **INCORRECT**") is False
+    assert parse_judge_reply("I think it is right") is None
+    assert parse_judge_reply("") is None
 
 
 def test_identity_covers_model_prompt_and_sampling_not_the_endpoint():
@@ -82,7 +82,7 @@ def test_judged_run_records_reply_spend_and_failures(tmp_path):
         cfg = _setup(tmp_path, cand, judge)
         res = run_cli("run", "--config", cfg, "--out", str(tmp_path / "a"), "--no-progress")
         assert res.returncode == 0, res.stderr
-        # the judge fails: HTTP 400 for every call (not retried), or replies without a verdict
+        # the judge fails: HTTP 400 for every call (not retried), or replies without a judgement
         judge.faults = lambda request: Fault.http_status(400)
         res = run_cli("run", "--config", cfg, "--out", str(tmp_path / "b"), "--no-progress")
         assert res.returncode == 0, res.stderr
@@ -93,7 +93,7 @@ def test_judged_run_records_reply_spend_and_failures(tmp_path):
         judge.responder = _judge
         res = run_cli("regrade", str(tmp_path / "a"))
         assert res.returncode == 0, res.stderr
-        assert "sums: 8 of 8 rollouts judged, 0 verdicts changed" in res.stdout
+        assert "sums: 8 of 8 rollouts graded, 0 judgements changed" in res.stdout
 
     folder = tmp_path / "a" / "tasks" / "sums"
     judgements = _lines(folder / "judgements.jsonl")
@@ -159,7 +159,7 @@ def test_judge_grader_direct_call_against_the_test_server():
     with OpenAIServer(responder=_judge, model="judge-m") as judge:
         g = JudgeGrader(judge.base_url, "judge-m")
         ref = {"question": "What is 2 plus 2?", "reference": "4"}
-        verdicts = g.grade_problem(ref, [(0, "4"), (1, "five"), (2, "  ")])
-    assert [verdicts[i].correct for i in range(3)] == [True, False, False]
-    assert verdicts[2].extracted is None and verdicts[2].judge_raw is None  # not asked
-    assert verdicts[0].cluster == 0 and verdicts[1].cluster == 1
+        judgements = g.grade_problem(ref, [(0, "4"), (1, "five"), (2, "  ")])
+    assert [judgements[i].correct for i in range(3)] == [True, False, False]
+    assert judgements[2].extracted is None and judgements[2].judge_raw is None  # not asked
+    assert judgements[0].cluster == 0 and judgements[1].cluster == 1

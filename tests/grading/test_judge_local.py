@@ -9,10 +9,10 @@ What is deterministic here, and what is therefore asserted:
 * The judge runs greedy (temperature 0, seed 0) on one machine, but llama-cpp-python reuses
   the KV cache of the previous prompt's common prefix and the grader sends up to 8 requests
   at once in an order its threads decide; so the same question can get a different reply in
-  a run and in its regrade. Which verdict the model gives, and whether its reply holds a
+  a run and in its regrade. Which judgement the model gives, and whether its reply holds a
   parseable ``VERDICT:`` line at all (the 135M model often writes none), is never asserted.
 * Asserted is what rolleval does with whatever reply comes back: one judgement per rollout;
-  the full reply stored; a reply without a verdict classified as a grader error (never a
+  the full reply stored; a reply without a judgement classified as a grader error (never a
   wrong answer), checked against the grader's own parser on the stored reply; the judge's
   spend summed apart from the candidate's; the judge in the grader identity, so a changed
   judge prompt refuses ``compare``; ``show``, ``report`` and ``regrade`` reading the run.
@@ -29,7 +29,7 @@ import pytest
 
 from conftest import assert_run_valid, run_cli
 from rolleval._local._launcher import LOCAL_MODEL_NAME
-from rolleval.grading import JudgeGrader, parse_judge_verdict
+from rolleval.grading import JudgeGrader, parse_judge_reply
 from rolleval.grading._judge import DEFAULT_JUDGE_PROMPT
 from rolleval.testing import OpenAIServer
 
@@ -112,16 +112,16 @@ def _judgements(run: Path, name: str = "judgements.jsonl") -> list[dict]:
 
 
 def _check_classification(judgements: list[dict]) -> None:
-    """Each judgement's verdict is what the grader's own parser reads in the stored reply."""
+    """Each judgement's judgement is what the grader's own parser reads in the stored reply."""
     for j in judgements:
         assert j["status"] == "ok" and j["extracted"], j  # every answer was asked
         reply = j["judge_raw"]
         assert isinstance(reply, str), j
-        verdict = parse_judge_verdict(reply)
-        if verdict is None:  # no verdict in the reply: a grader error, not a wrong answer
+        judgement = parse_judge_reply(reply)
+        if judgement is None:  # no judgement in the reply: a grader error, not a wrong answer
             assert j.get("correct") is None and "VERDICT" in j["grader_error"], j
         else:
-            assert j["correct"] is verdict and j.get("grader_error") is None, j
+            assert j["correct"] is judgement and j.get("grader_error") is None, j
 
 
 def _expected_pass1(judgements: list[dict]) -> float | None:
@@ -231,7 +231,7 @@ def test_regrade_asks_the_embedded_judge_again(judged_run, tmp_path):
         != (j.get("correct"), j["extracted"])
     )
     total = N_PROBLEMS * N_ROLLOUTS
-    assert f"sums: {total} of {total} rollouts judged, {changed} verdicts changed" in res.stdout
+    assert f"sums: {total} of {total} rollouts graded, {changed} judgements changed" in res.stdout
     _check_report(run, after)
     # the profile keeps the spend of the run's own grading (docs/tasks.md)
     assert (run / "tasks" / "sums" / "profile.json").read_bytes() == profile

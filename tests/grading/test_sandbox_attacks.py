@@ -28,8 +28,8 @@ KEY = "sk-sandbox-Zq7Wm2Xr9Lp4Ty6Hb1Nc8Vd3"
 KEY_ENV = "ROLLEVAL_SANDBOX_ATTACK_KEY"
 
 
-def _raw(verdict) -> dict:
-    return json.loads(verdict.judge_raw)
+def _raw(judgement) -> dict:
+    return json.loads(judgement.judge_raw)
 
 
 def _grade(code: str, tests, **options):
@@ -179,12 +179,12 @@ def test_every_form_of_a_registered_key_is_redacted_from_what_the_sandbox_return
         " + k.encode().hex().upper() + '\\n')\n"
         "def f(x):\n    raise ValueError(k + ' ' + k[::-1] + ' ' + k.encode().hex())\n"
     )
-    verdict = _grade(code, ["assert f(2) == 4"])
-    raw = _raw(verdict)
+    judgement = _grade(code, ["assert f(2) == 4"])
+    raw = _raw(judgement)
     assert raw["failure"] == "crash" and "ValueError" in raw["message"]
     assert "***" in raw["stderr_tail"] and "***" in raw["message"]
     for name, form in _key_forms(KEY).items():
-        assert form not in verdict.judge_raw, name
+        assert form not in judgement.judge_raw, name
     assert {"reversed", "hex", "HEX"} <= {
         name for name, form in _key_forms(KEY).items() if form in secret_forms(KEY)
     }
@@ -214,12 +214,12 @@ def test_root_only_files_host_files_and_host_sockets_are_out_of_reach():
         "except OSError:\n    pass\n"
     )
     try:
-        verdict = _grade(code, ["assert got == [], got"])
+        judgement = _grade(code, ["assert got == [], got"])
     finally:
         server.close()
         sock_path.unlink(missing_ok=True)
         secret.unlink(missing_ok=True)
-    assert verdict.correct is True, verdict.judge_raw
+    assert judgement.correct is True, judgement.judge_raw
 
 
 def test_the_program_runs_as_an_unprivileged_user():
@@ -233,8 +233,8 @@ def test_the_program_runs_as_an_unprivileged_user():
     tests = ["assert 0 not in groups, groups"]
     if os.geteuid() == 0:
         tests.append("assert uids == [['65534'] * 4] * 2, uids")
-    verdict = _grade(code, tests)
-    assert verdict.correct is True, verdict.judge_raw
+    judgement = _grade(code, tests)
+    assert judgement.correct is True, judgement.judge_raw
 
 
 # Forgery: find the harness's result object and channel in the caller frames, write a
@@ -265,9 +265,9 @@ os._exit(0)
 
 
 def test_a_forged_report_from_the_harness_frames_is_not_a_pass():
-    verdict = _grade(_FORGERY, ["assert f(2) == 4"])
-    assert verdict.correct is False, verdict.judge_raw
-    assert _raw(verdict)["failure"] == "crash"
+    judgement = _grade(_FORGERY, ["assert f(2) == 4"])
+    assert judgement.correct is False, judgement.judge_raw
+    assert _raw(judgement)["failure"] == "crash"
 
 
 _EQUAL_TEST = "assert f(2) == 4"
@@ -303,9 +303,9 @@ _CLOSE_TEST = "assert abs(f(2) - 4.0) < 1e-9"
 def test_an_always_equal_object_does_not_pass(impostor, test):
     """``__eq__`` (or ``__sub__``) answering what the test hopes: the test compares plain
     data, never the program's object."""
-    verdict = _grade(impostor, [test])
-    assert verdict.correct is False, verdict.judge_raw
-    assert _raw(verdict)["failure"] in ("assertion", "crash")
+    judgement = _grade(impostor, [test])
+    assert judgement.correct is False, judgement.judge_raw
+    assert _raw(judgement)["failure"] in ("assertion", "crash")
 
 
 def test_a_timeout_ends_within_a_second_and_a_half_of_its_limit():
@@ -356,5 +356,5 @@ def test_unsafe_exec_warns_what_it_gives_up(capsys, monkeypatch):
     ids=["abs", "math", "literal-sum"],
 )
 def test_a_redefined_builtin_or_module_sees_no_computed_value(program, test, correct):
-    verdict = _grade(program, [test])
-    assert verdict.correct is correct, verdict.judge_raw
+    judgement = _grade(program, [test])
+    assert judgement.correct is correct, judgement.judge_raw

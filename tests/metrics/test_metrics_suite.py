@@ -214,7 +214,7 @@ def test_suite_unavailable_reason_and_never_zero():
         assert mv.status == "unavailable"
         assert mv.value is None and mv.numerator is None
         assert (mv.denominator, mv.n_total) == (0, 3)
-        assert mv.reason == "no problem has n >= k=8 gradable rollouts (max n = 4)"
+        assert mv.reason == "no problem has n >= k=8 judged rollouts (max n = 4)"
         assert np.isnan(res.per_problem[name]).all()
     # pass@1 ignores the n = 0 problem
     assert (res["pass@1"].value, res["pass@1"].denominator) == (0.5, 2)
@@ -224,7 +224,7 @@ def test_suite_empty_and_all_zero_n():
     res = suite_metrics([], [], ks=[1])
     assert res["pass@1"].status == "unavailable" and res["pass@1"].reason == "no problems"
     res = suite_metrics([0, 0], [0, 0], ks=[1, 2])
-    assert res["pass@1"].reason == "no problem has n >= k=1 gradable rollouts (max n = 0)"
+    assert res["pass@1"].reason == "no problem has n >= k=1 judged rollouts (max n = 0)"
     assert res["pass@2"].status == "unavailable"
 
 

@@ -66,8 +66,8 @@ def test_single_rollout():
 @pytest.mark.parametrize(
     ("clusters", "correct", "pattern"),
     [
-        ([], [], r"clusters must hold at least one gradable rollout; a problem with n = 0"),
-        ([0, 0], [True], r"one entry per gradable rollout; got lengths 2 and 1"),
+        ([], [], r"clusters must hold at least one judged rollout; a problem with n = 0"),
+        ([0, 0], [True], r"one entry per judged rollout; got lengths 2 and 1"),
         ([0, -1], [True, False], r"clusters\[1\] must be an integer >= 0 or None; got -1"),
         ([0, "a"], [True, False], r"clusters\[1\] must be an integer >= 0 or None; got 'a'"),
         ([0, 1.5], [True, False], r"clusters\[1\] must be an integer"),

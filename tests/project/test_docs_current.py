@@ -65,7 +65,8 @@ def _texts_naming_tests() -> list[Path]:
     found = [root / "README.md", root / "pyproject.toml", *DOCS.glob("*.md")]
     for folder in ("bench", "scripts", "src", "tests"):
         for path in sorted((root / folder).rglob("*")):
-            if path.suffix in (".py", ".md", ".sh") and ".venv" not in path.parts:
+            hidden = any(part.startswith(".") for part in path.relative_to(root).parts)
+            if path.suffix in (".py", ".md", ".sh") and not hidden:  # not bench/.venv-peers
                 found.append(path)
     return found
 

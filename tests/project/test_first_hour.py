@@ -483,7 +483,13 @@ def test_plan_names_a_task_the_candidate_lacks_and_the_size_for_equivalent(tmp_p
     need = entry["equivalence_problems"]
     kw = {
         k: entry["components"][k]
-        for k in ("omega2", "sigma2_baseline", "k_baseline", "sigma2_candidate", "k_candidate")
+        for k in (
+            "omega2",
+            "sigma2_baseline",
+            "n_rollouts_baseline",
+            "sigma2_candidate",
+            "n_rollouts_candidate",
+        )
     }
     # the smallest number of problems whose minimum detectable effect is at most the threshold
     assert minimum_detectable_effect(need, **kw) <= 0.02 < minimum_detectable_effect(need - 1, **kw)

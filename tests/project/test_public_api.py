@@ -95,21 +95,22 @@ def test_the_run_level_api_is_at_the_top_level():
 
 
 def test_a_rollouts_judgement_and_a_comparisons_verdict_have_different_names():
-    """``grading.Verdict`` is what a grader made of one rollout; the outcome words of a
-    comparison and of a gate are ``ComparisonVerdict`` and ``GateVerdict``."""
+    """``grading.Judgement`` is what a grader made of one rollout; the outcome words of a
+    comparison and of a gate are ``ComparisonVerdict`` and ``GateVerdict``: "verdict" is a
+    comparison's word only, so no name of ``rolleval.grading`` holds it."""
     from typing import get_args
 
     from rolleval import compare, grading
 
     public = {name for m in PUBLIC_PACKAGES for name in importlib.import_module(m).__all__}
-    assert "Verdict" in grading.__all__ and not hasattr(compare, "Verdict")
+    assert "Judgement" in grading.__all__ and not hasattr(compare, "Verdict")
+    assert [n for n in dir(grading) if "verdict" in n.lower()] == []
     assert {"ComparisonVerdict", "GateVerdict"} <= set(compare.__all__)
     assert sorted(n for n in public if n.endswith("Verdict")) == [
         "ComparisonVerdict",
         "DriftVerdict",
         "GateVerdict",
         "PolicyVerdict",
-        "Verdict",
     ]
     assert set(compare.COMPARISON_VERDICTS) == set(get_args(compare.ComparisonVerdict))
     from rolleval import drift

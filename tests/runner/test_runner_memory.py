@@ -19,7 +19,7 @@ from rolleval import build_config, run_eval
 from rolleval._runner import Request
 from rolleval._runner._finish import _profile, profile_from_files
 from rolleval._runner._schedule import Scheduler
-from rolleval.grading import Verdict
+from rolleval.grading import Judgement
 from rolleval.records import (
     JudgementRecord,
     JudgementSet,
@@ -34,11 +34,11 @@ from rolleval.rundir._store import TaskFiles
 
 N_ROLLOUTS = 4
 CONCURRENCY = 4
-HELD_TYPES = (RolloutRecord, JudgementRecord, Request, Verdict)
+HELD_TYPES = (RolloutRecord, JudgementRecord, Request, Judgement)
 
 
 def _live() -> int:
-    """Live objects of the per-rollout types (records, requests, verdicts)."""
+    """Live objects of the per-rollout types (records, requests, judgements)."""
     gc.collect()
     return sum(isinstance(o, HELD_TYPES) for o in gc.get_objects())
 
@@ -107,7 +107,7 @@ def test_runner_holds_no_per_rollout_state(tmp_path, openai_server, monkeypatch)
         assert counts["during"] <= bound, counts
         assert counts["at_close"] <= bound, counts
         assert counts["pending"] == counts["final"] == counts["grading"] == 0, counts
-    # 4x the rollouts (400 vs 100): the old runner held every record, request and verdict
+    # 4x the rollouts (400 vs 100): the old runner held every record, request and judgement
     # (>= 1,200 objects at close for the large run); now the count does not grow.
     assert large["at_close"] <= small["at_close"] + N_ROLLOUTS, (small, large)
 

@@ -144,9 +144,9 @@ def test_required_sizes_reach_the_regression_power_and_not_one_less():
     kw = {
         "omega2": 0.01,
         "sigma2_baseline": 0.2,
-        "k_baseline": 8,
+        "n_rollouts_baseline": 8,
         "sigma2_candidate": 0.2,
-        "k_candidate": 8,
+        "n_rollouts_candidate": 8,
     }
     var = 0.01 + 0.2 / 8 + 0.2 / 8
     for delta, tau in ((0.03, 0.02), (0.025, 0.02), (0.05, 0.02), (0.04, 0.0)):

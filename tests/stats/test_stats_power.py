@@ -17,9 +17,9 @@ Z_80 = 0.8416212335729143  # norm.ppf(0.8)
 DESIGN = {
     "omega2": 0.02,
     "sigma2_baseline": 0.15,
-    "k_baseline": 8,
+    "n_rollouts_baseline": 8,
     "sigma2_candidate": 0.18,
-    "k_candidate": 4,
+    "n_rollouts_candidate": 4,
 }
 
 
@@ -44,7 +44,7 @@ def test_alpha_and_power_enter_as_z_quantiles():
 
 
 @pytest.mark.parametrize(
-    "design", [DESIGN, {**DESIGN, "omega2": 0.0}, {**DESIGN, "k_baseline": 1.5}]
+    "design", [DESIGN, {**DESIGN, "omega2": 0.0}, {**DESIGN, "n_rollouts_baseline": 1.5}]
 )
 def test_round_trip_problems_to_mde_and_back(design):
     for t in [1, 2, 3, 7, 50, 101, 999, 1000, 4096, 123_457]:
@@ -59,9 +59,9 @@ def test_required_problems_is_at_least_one():
     no_variance = {
         "omega2": 0.0,
         "sigma2_baseline": 0.0,
-        "k_baseline": 1,
+        "n_rollouts_baseline": 1,
         "sigma2_candidate": 0.0,
-        "k_candidate": 1,
+        "n_rollouts_candidate": 1,
     }
     assert required_problems(0.01, **no_variance) == 1
     assert required_problems(0.9, **DESIGN) == 1
@@ -75,9 +75,9 @@ def test_planned_design_reaches_the_power_in_simulation():
     design = {
         "omega2": 0.01,
         "sigma2_baseline": 0.22,
-        "k_baseline": k,
+        "n_rollouts_baseline": k,
         "sigma2_candidate": 0.2075,
-        "k_candidate": k,
+        "n_rollouts_candidate": k,
     }
     t = required_problems(delta, **design)
     rng = np.random.default_rng(2024)
@@ -105,9 +105,9 @@ def test_required_rollouts_is_the_smallest_sufficient_k(delta, t):
             t,
             omega2=0.02,
             sigma2_baseline=0.15,
-            k_baseline=kk,
+            n_rollouts_baseline=kk,
             sigma2_candidate=0.18,
-            k_candidate=kk,
+            n_rollouts_candidate=kk,
         )
 
     assert mde(k) <= delta * (1 + 1e-12)
@@ -123,9 +123,9 @@ def test_required_rollouts_none_when_problem_variance_alone_is_too_big():
         100,
         omega2=0.02,
         sigma2_baseline=0.15,
-        k_baseline=1e6,
+        n_rollouts_baseline=1e6,
         sigma2_candidate=0.18,
-        k_candidate=1e6,
+        n_rollouts_candidate=1e6,
     )
     assert huge > 0.03
 
@@ -160,8 +160,8 @@ def test_required_rollouts_without_rollout_noise():
             "`sigma2_candidate` must be a finite number >= 0; got nan (float)",
         ),
         (
-            lambda: required_problems(0.02, **{**DESIGN, "k_baseline": 0}),
-            "`k_baseline` must be a finite number > 0; got 0 (int)",
+            lambda: required_problems(0.02, **{**DESIGN, "n_rollouts_baseline": 0}),
+            "`n_rollouts_baseline` must be a finite number > 0; got 0 (int)",
         ),
         (
             lambda: required_problems(0.02, **DESIGN, alpha=0.0),
@@ -197,7 +197,7 @@ def test_required_rollouts_without_rollout_noise():
         "delta-negative",
         "omega2-negative",
         "sigma2_candidate-nan",
-        "k_baseline-zero",
+        "n_rollouts_baseline-zero",
         "alpha-zero",
         "power-percent",
         "power-below-half-alpha",

@@ -173,7 +173,7 @@ def test_variance_components_match_exact_arithmetic(c, n):
     assert vc.between == pytest.approx(float(between), rel=1e-13, abs=1e-15)
     assert vc.within == pytest.approx(float(within), rel=1e-13)
     assert vc.observed == pytest.approx(float(observed), rel=1e-13)
-    assert vc.k == float(k)
+    assert vc.n_rollouts == float(k)
     assert vc.n == len(c)
 
 
@@ -260,7 +260,7 @@ def test_paired_variance_components_match_exact_arithmetic():
     assert pvc.omega2 == pytest.approx(float(max(0, observed - noise_a - noise_b)), rel=1e-13)
     assert pvc.sigma2_baseline == pytest.approx(float(s2a), rel=1e-13)
     assert pvc.sigma2_candidate == pytest.approx(float(s2b), rel=1e-13)
-    assert (pvc.k_baseline, pvc.k_candidate, pvc.n) == (
+    assert (pvc.n_rollouts_baseline, pvc.n_rollouts_candidate, pvc.n) == (
         sum(n_baseline) / t,
         sum(n_candidate) / t,
         t,
@@ -277,7 +277,7 @@ def test_paired_variance_components_recover_simulated_truth():
     assert pvc.omega2 == pytest.approx(np.var(x_a - x_b, ddof=1), abs=0.0075)
     assert pvc.sigma2_baseline == pytest.approx(np.mean(x_a * (1 - x_a)), abs=0.0075)
     assert pvc.sigma2_candidate == pytest.approx(np.mean(x_b * (1 - x_b)), abs=0.0075)
-    assert (pvc.k_baseline, pvc.k_candidate) == (8.0, 16.0)
+    assert (pvc.n_rollouts_baseline, pvc.n_rollouts_candidate) == (8.0, 16.0)
 
 
 def test_paired_components_feed_the_power_planner():
@@ -286,9 +286,9 @@ def test_paired_components_feed_the_power_planner():
     assert set(kwargs) == {
         "omega2",
         "sigma2_baseline",
-        "k_baseline",
+        "n_rollouts_baseline",
         "sigma2_candidate",
-        "k_candidate",
+        "n_rollouts_candidate",
     }
     assert required_problems(0.05, **kwargs) >= 1
 

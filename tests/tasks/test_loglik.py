@@ -192,7 +192,7 @@ def test_loglik_run_show_report_regrade_compare_gate(tmp_path):
 
     res = run_cli("regrade", str(tmp_path / "cand"))
     assert res.returncode == 0, res.stderr
-    assert "arc_easy_rc: 3 of 3 rollouts judged, 0 verdicts changed" in res.stdout
+    assert "arc_easy_rc: 3 of 3 rollouts graded, 0 judgements changed" in res.stdout
 
     for metric in ("metrics.logprob_margin", "logprob_margin"):
         res = run_cli(

@@ -105,7 +105,7 @@ def compare_cmd(
     its own BASE, in every --format and --html; a flag it cannot honour exits 2.
     """
     from ..compare import compare_runs
-    from ..compare._seqruns import sequential_design_of
+    from ..compare._sequential_run import sequential_design_of
 
     design = sequential_design_of(candidate)
     if design is not None:
@@ -236,7 +236,7 @@ def _sequential(
     html_path: str | None,
 ) -> int:
     """A sequential candidate: its recorded design's verdict, in every format and --html."""
-    from ..compare._seqruns import compare_sequential_run
+    from ..compare._sequential_run import compare_sequential_run
 
     res = compare_sequential_run(
         baseline,

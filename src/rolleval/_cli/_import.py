@@ -20,9 +20,9 @@ def _summary_lines(summary: ImportResult) -> list[str]:
         f"imported {summary.format} {summary.source}: {totals['tasks']} task(s), "
         f"{totals['problems']} problems, {totals['rollouts']} rollouts; "
         + (
-            f"verdicts regraded by rolleval ({summary.regrade_grader['type']})"
+            f"judgements regraded by rolleval ({summary.regrade_grader['type']})"
             if summary.regrade_grader
-            else "verdicts from the source's own per-sample scores"
+            else "judgements from the source's own per-sample scores"
         )
     ]
     for name, t in summary.tasks.items():

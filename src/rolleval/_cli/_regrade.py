@@ -53,7 +53,7 @@ def regrade_cmd(
         click.echo(terminal_safe(redact(f"rolleval: warning: {w}"), one_line=True), err=True)
     for name, counts in res.tasks.items():
         click.echo(
-            f"{name}: {counts['judged']} of {counts['rollouts']} rollouts judged, {counts['changed']} verdicts changed"
+            f"{name}: {counts['graded']} of {counts['rollouts']} rollouts graded, {counts['changed']} judgements changed"
         )
     rep = report_run(run)
     click.echo(f"report written to {rep.path}")

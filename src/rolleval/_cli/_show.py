@@ -102,7 +102,7 @@ def show_cmd(
     fmt: str,
     limit: int | None,
 ) -> int:
-    """Read RUN's records: prompt, reference, and each rollout's text and verdict.
+    """Read RUN's records: prompt, reference, and each rollout's text and judgement.
 
     Text output shows control characters (escape sequences, BEL, NUL, bidi overrides) as
     visible escapes; ``--format jsonl`` prints the records exactly (JSON-escaped)."""
@@ -124,17 +124,17 @@ def show_cmd(
         _block(_prompt_text(item["prompt"]))
         for r in item["rollouts"]:
             if r["status"] != "ok":
-                verdict = f"{r['status']}: {r.get('error') or ''}"
+                label = f"{r['status']}: {r.get('error') or ''}"
             elif r.get("grader_error"):
-                verdict = f"grader error: {r['grader_error']}"
+                label = f"grader error: {r['grader_error']}"
             elif r.get("correct") is None:
-                verdict = "not judged"
+                label = "not judged"
             else:
-                verdict = (
+                label = (
                     "correct" if r["correct"] else "wrong"
                 ) + f", extracted {_short(r['extracted'])}"
-                verdict += _details(r)
-            _line(f"--- rollout {r['index']} [{verdict}] finish={r.get('finish_reason')}")
+                label += _details(r)
+            _line(f"--- rollout {r['index']} [{label}] finish={r.get('finish_reason')}")
             if r.get("reasoning"):
                 _line(_thought_line(str(r["reasoning"])))
             if r.get("text") is not None:

@@ -65,7 +65,7 @@ def import_run(
     """Import ``source`` (written by the tool ``format``) as a rolleval run at ``out``.
 
     ``regrade`` re-judges every stored rollout with rolleval's grader of that type (a type
-    name such as ``"short_answer"``, or a full grader spec); by default verdicts come from
+    name such as ``"short_answer"``, or a full grader spec); by default judgements come from
     the source's own per-sample scores. Returns what was imported, per task
     (:class:`ImportResult`; its ``to_dict()`` is stored in the run's ``manifest.json`` under
     ``"import"``). ``on_task(task, result)`` is called as each task is written. Nothing is

@@ -50,7 +50,7 @@ class ImportedTask:
     """One source task turned into rolleval records.
 
     ``settings`` goes into ``task.json`` (grader spec and identity, sampling, source,
-    provenance); ``correctness`` says where the verdicts came from (``"source"`` or
+    provenance); ``correctness`` says where the judgements came from (``"source"`` or
     ``"regraded"``); ``notes`` are sentences for the import summary.
     """
 

@@ -4,9 +4,9 @@ An output folder holds ``results/<model>/results_<date>.json`` and
 ``details/<model>/<date>/details_<task>_<date>.parquet`` (columns ``doc``,
 ``model_response``, ``metric``); each details file is one task, each row one document. The
 per-sample ``metric`` scores the document, not a rollout: with one generation per document
-it is that rollout's verdict; with several (``num_samples`` > 1) lighteval's sample metrics
+it is that rollout's judgement; with several (``num_samples`` > 1) lighteval's sample metrics
 aggregate them (``max`` for exact match, a mean for ``avg@n``), so no single rollout's
-verdict is in the file and the import needs ``--regrade``.
+judgement is in the file and the import needs ``--regrade``.
 """
 
 from __future__ import annotations
@@ -256,7 +256,7 @@ def _add_generations(
         raise source_error(
             path,
             f"document {pid}: {len(texts)} generations but one per-document score ({out.metric_name}), "
-            "so no single generation's verdict is in the file",
+            "so no single generation's judgement is in the file",
             "pass --regrade TYPE to judge every generation with rolleval's grader",
         )
     if not texts:

@@ -107,14 +107,14 @@ class _Collected:
     """One task's records as read from its shards so far, and what they said about the run."""
 
     identity: str
-    """The grader identity of the source's verdicts."""
+    """The grader identity of the source's judgements."""
     unmapped: Unmapped = field(default_factory=Unmapped)
     seen: set[str] = field(default_factory=set)
     prompts: list[PromptRecord] = field(default_factory=list)
     rollouts: list[RolloutRecord] = field(default_factory=list)
     judgements: list[JudgementRecord] = field(default_factory=list)
-    n_verdicts: list[int] = field(default_factory=list)
-    """Rollout verdicts of each final sample."""
+    n_judgements: list[int] = field(default_factory=list)
+    """Rollout judgements of each final sample."""
     model: Any = None
     sampling: Any = None
 
@@ -131,7 +131,7 @@ def _task(d: Path, meta: Any) -> ImportedTask:
     failed = _records(d, "failed")
     for shard, number, rec in finals:
         _add_final(out, shard, number, rec)
-    ns = out.n_verdicts
+    ns = out.n_judgements
     n_fail = max(set(ns), key=ns.count) if ns else 1
     for shard, number, rec in failed:
         _add_failed(out, shard, number, rec, n_fail)
@@ -170,7 +170,7 @@ def _task(d: Path, meta: Any) -> ImportedTask:
 
 
 def _add_final(out: _Collected, shard: Path, number: int, rec: dict[str, Any]) -> None:
-    """A ``final`` record: its prompt, and a rollout and the source's judgement per verdict."""
+    """A ``final`` record: its prompt, and a rollout and the source's judgement per entry of ``feedback_result.rollouts``."""
     pid = str(rec.get("sample_id"))
     if rec.get("sample_id") is None:
         raise source_error(
@@ -201,14 +201,14 @@ def _add_final(out: _Collected, shard: Path, number: int, rec: dict[str, Any]) -
         if inf.get("usage"):
             out.unmapped.add("infer_result.usage", "one total per sample, not per rollout")
     preds = {r.get("index"): r for r in post.get("rollouts") or [] if isinstance(r, dict)}
-    verdicts = fb["rollouts"]
-    out.n_verdicts.append(len(verdicts))
-    for v in verdicts:
+    judgements = fb["rollouts"]
+    out.n_judgements.append(len(judgements))
+    for v in judgements:
         i = v.get("index")
         if not isinstance(i, int):
             raise source_error(
                 shard,
-                f"sample {pid}: a rollout verdict has no 'index'",
+                f"sample {pid}: a rollout judgement has no 'index'",
                 "the shard is corrupt",
                 line=number,
             )
@@ -237,10 +237,10 @@ def _source_judgement(
     pid: str,
     index: int,
     finish: Any,
-    verdict: dict[str, Any],
+    judgement: dict[str, Any],
     pred: dict[str, Any],
 ) -> JudgementRecord:
-    """SiEval's judgement of one rollout: its verdict (``feedback_result.rollouts[]``) with
+    """SiEval's judgement of one rollout (``feedback_result.rollouts[]``) with
     the extracted answer of its prediction (``postprocess_result.rollouts[]``)."""
     jrec: dict[str, Any] = {
         "problem_id": pid,
@@ -248,19 +248,19 @@ def _source_judgement(
         "status": "ok",
         "finish_reason": finish,
         "grader": out.identity,
-        "correct": bool(verdict.get("correct")),
+        "correct": bool(judgement.get("correct")),
     }
     if pred.get("extracted") and pred.get("prediction") is not None:
         p = pred["prediction"]
         jrec["extracted"] = p if isinstance(p, str) else orjson.dumps(p).decode()
-    score = as_float(verdict.get("score"))
+    score = as_float(judgement.get("score"))
     if score is not None and 0.0 <= score <= 1.0:
         jrec["score"] = score
-    metrics = {k: as_float(x) for k, x in (verdict.get("metrics") or {}).items()}
+    metrics = {k: as_float(x) for k, x in (judgement.get("metrics") or {}).items()}
     metrics = {k: x for k, x in metrics.items() if x is not None}
     if metrics:
         jrec["metrics"] = metrics
-    if verdict.get("extra"):
+    if judgement.get("extra"):
         out.unmapped.add(
             "feedback_result.rollouts[].extra", "mechanism detail, not a judgement field"
         )

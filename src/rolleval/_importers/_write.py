@@ -259,7 +259,7 @@ def write_imported_run(
     """Write ``run`` as a rolleval run directory at ``out`` and return what was imported.
 
     ``regrade`` is a grader spec: each task's stored rollouts are re-judged with it (the
-    source's own verdicts stay beside them as ``judgements.prev.jsonl``). The summary is
+    source's own judgements stay beside them as ``judgements.prev.jsonl``). The summary is
     stored in ``manifest.json`` under ``"import"``. ``on_task(task, entry)`` is called after
     each task is written (for progress output).
     """
@@ -320,7 +320,7 @@ def _import_task(
 ) -> TaskImportResult:
     """Write one source task (records, then task.json), regrade it when asked, and return its
     summary entry. A streamed task's report, computed from the columns just written, is put
-    in ``task_reports`` (unless it is regraded: the report is then of the new verdicts)."""
+    in ``task_reports`` (unless it is regraded: the report is then of the new judgements)."""
     tw = writer.add_task(TaskSettings(name=task.name), [])
     written = _write_records(tw, task)
     tw.close()
@@ -395,7 +395,7 @@ def _regrade(
         raise UsageError(
             f"{run.source}: --regrade needs the reference answers, which this "
             f"{run.format} source does not carry (task {task.name!r}); import it "
-            "without --regrade to keep the source's own verdicts"
+            "without --regrade to keep the source's own judgements"
         )
     # The writer holds the partial directory's lock; regrade takes it again
     # (re-entrant within this process).

@@ -31,10 +31,10 @@ __all__ = [
     "build_run_report",
     "degenerate_bound",
     "health_counts",
+    "judged_mask",
     "per_problem_values",
     "pooled_rate",
     "report_ks",
-    "scored_mask",
     "task_report",
     "write_run_report",
 ]
@@ -140,9 +140,9 @@ def _rate(count: int, of: int, *, what: str) -> dict[str, Any]:
     return out
 
 
-def scored_mask(table: TaskTable, timeout_policy: str = "failure") -> np.ndarray:
-    """Rollouts that enter the metrics: graded rollouts, plus timeouts (as failures) under
-    ``timeout_policy="failure"``."""
+def judged_mask(table: TaskTable, timeout_policy: str = "failure") -> np.ndarray:
+    """The judged rollouts (``docs/contract.md``, "Notation and counts"): the gradable ones,
+    plus timeouts (as failures) under ``timeout_policy="failure"``."""
     if timeout_policy not in TIMEOUT_POLICIES:
         raise UsageError(
             f"timeout_policy must be one of {', '.join(TIMEOUT_POLICIES)}, got {timeout_policy!r}"
@@ -272,11 +272,11 @@ def report_ks(table: TaskTable, settings: dict[str, Any]) -> list[int]:
     return M.default_ks(max(req_min, 1))
 
 
-def _window_values(table: TaskTable, k: int, gradable_only: np.ndarray) -> np.ndarray:
+def _window_values(table: TaskTable, k: int, judged_only: np.ndarray) -> np.ndarray:
     """Per-problem consecutive-window pass^k (NaN = no complete window).
 
     Trials are ordered by rollout index; a window is k consecutive indices that are all
-    present and gradable; its value is 1 when all k passed.
+    present and judged; its value is 1 when all k passed.
     """
     T = table.n_problems
     out = np.full(T, np.nan)
@@ -287,8 +287,8 @@ def _window_values(table: TaskTable, k: int, gradable_only: np.ndarray) -> np.nd
         return out
     present = np.zeros((T, width), dtype=np.int32)
     passed = np.zeros((T, width), dtype=np.int32)
-    present[table.r_problem[gradable_only], table.r_index[gradable_only]] = 1
-    sel = gradable_only & table.r_correct
+    present[table.r_problem[judged_only], table.r_index[judged_only]] = 1
+    sel = judged_only & table.r_correct
     passed[table.r_problem[sel], table.r_index[sel]] = 1
 
     def window_sums(a: np.ndarray) -> np.ndarray:
@@ -317,20 +317,21 @@ def per_problem_values(
     """Per-problem values of every metric: ``name -> (values, params, reason_if_unavailable)``.
 
     ``values[i]`` is NaN where problem ``i`` is not eligible for that metric. The rollouts
-    that enter are :func:`scored_mask`: graded rollouts and, by default, timeouts as failures.
+    that enter are the judged ones (:func:`judged_mask`): the gradable rollouts and, by
+    default, timeouts as failures.
     Besides the pass@k family, maj@n, self-consistency and consecutive pass^k, every named
     per-rollout judgement metric ``m`` gives ``metrics.m``: per problem, the mean of ``m``
-    over the gradable rollouts that report it (whatever the denominator policy).
+    over the judged rollouts that report it (whatever the denominator policy).
     """
     if denominator_policy not in DENOMINATOR_POLICIES:
         raise UsageError(
             f"denominator_policy must be one of {', '.join(DENOMINATOR_POLICIES)}, got {denominator_policy!r}"
         )
     T = table.n_problems
-    g = scored_mask(table, timeout_policy)
-    n_gradable = table.per_problem(g).astype(np.int64)
+    g = judged_mask(table, timeout_policy)
+    n_judged = table.per_problem(g).astype(np.int64)
     c_correct = table.per_problem(g & table.r_correct).astype(np.int64)
-    n = n_gradable if denominator_policy == "judged" else table.requested.copy()
+    n = n_judged if denominator_policy == "judged" else table.requested.copy()
     out: dict[str, tuple[np.ndarray, dict[str, Any], str | None]] = {}
     binary = score_key == "correct"
 
@@ -348,7 +349,7 @@ def per_problem_values(
         out["pass@1"] = (
             vals,
             {"k": 1, "score_key": score_key},
-            "no problem has a gradable rollout",
+            "no problem has a judged rollout",
         )
         for k in family_ks:
             out[f"pass@{k}"] = (
@@ -357,7 +358,7 @@ def per_problem_values(
                 f"pass@{k} needs a pass/fail score_key ('correct'), this task reports {score_key!r}",
             )
 
-    # majority vote over gradable rollouts (clusters supplied by the grader)
+    # majority vote over the judged rollouts (clusters from the grader; a timeout votes for nothing)
     votes = M.majority_vote_array(table.r_problem[g], table.r_cluster[g], table.r_correct[g], T)
     maj, sc = votes.correct, votes.self_consistency
     if denominator_policy == "requested":
@@ -365,13 +366,13 @@ def per_problem_values(
         modal = np.asarray(votes.modal_size, dtype=np.float64)
         sc = np.where(table.requested > 0, modal / np.maximum(table.requested, 1), np.nan)
         maj = np.where(np.isnan(maj) & (table.requested > 0), 0.0, maj)
-    out["maj@n"] = (maj, {}, "no problem has a gradable rollout")
+    out["maj@n"] = (maj, {}, "no problem has a judged rollout")
     if int(table.requested.max(initial=0)) < 2:
         # one rollout a problem agrees with itself: 1.0 whatever was answered, not a measurement
         sc = np.full(T, np.nan)
         sc_reason = "needs at least 2 rollouts per problem (one rollout always agrees with itself)"
     else:
-        sc_reason = "no problem has a gradable rollout"
+        sc_reason = "no problem has a judged rollout"
     out["self_consistency"] = (sc, {}, sc_reason)
 
     for k in family_ks:
@@ -379,10 +380,10 @@ def per_problem_values(
         out[f"consecutive-pass^{k}"] = (
             vals,
             {"k": k},
-            f"no problem has {k} consecutive gradable rollouts",
+            f"no problem has {k} consecutive judged rollouts",
         )
 
-    # every named judgement metric: per problem, the mean over gradable rollouts reporting it
+    # every named judgement metric: per problem, the mean over the judged rollouts reporting it
     # (a timeout scored as a failure counts, with the value 0, as for a graded score)
     timed_out = g & ~table.r_gradable
     for name, column in table.r_metrics.items():
@@ -395,7 +396,7 @@ def per_problem_values(
         out[f"metrics.{name}"] = (
             vals,
             {"metric": name},
-            f"no gradable rollout reports the metric {name!r}",
+            f"no judged rollout reports the metric {name!r}",
         )
     return out
 
@@ -490,7 +491,7 @@ def task_report(
     timeout_policy = settings.get("timeout_policy", "failure")
 
     n_gradable = table.per_problem(table.r_gradable).astype(np.int64)
-    n_scored = table.per_problem(scored_mask(table, timeout_policy)).astype(np.int64)
+    n_judged = table.per_problem(judged_mask(table, timeout_policy)).astype(np.int64)
     values = per_problem_values(
         table,
         ks=ks,
@@ -503,7 +504,7 @@ def task_report(
     se = _pass_at_1_se(table, values["pass@1"][0])
     if metrics["pass@1"]["status"] == "ok":
         metrics["pass@1"]["se"] = se
-    health = _health_entries(table, n_scored)
+    health = _health_entries(table, n_judged)
     n_records = len(table.r_status)
     return {
         "report_version": REPORT_VERSION,
@@ -519,7 +520,7 @@ def task_report(
             "with_gradable_rollout": int((n_gradable > 0).sum()),
             "complete": int((table.per_problem(np.ones(n_records, bool)) >= table.requested).sum()),
         },
-        "rollouts": _rollout_counts(table, n_gradable, n_scored),
+        "rollouts": _rollout_counts(table, n_gradable, n_judged),
         "metrics": metrics,
         "health": health,
         **({"warnings": warns} if (warns := report_warnings(health)) else {}),
@@ -575,7 +576,7 @@ _RATE_DENOMINATORS = {
 }
 
 
-def _health_entries(table: TaskTable, n_scored: np.ndarray) -> dict[str, Any]:
+def _health_entries(table: TaskTable, n_judged: np.ndarray) -> dict[str, Any]:
     """The ``health`` block: fault rates with their denominators, the file-level counts,
     output tokens and the thought's health."""
     hc = health_counts(table)
@@ -586,7 +587,7 @@ def _health_entries(table: TaskTable, n_scored: np.ndarray) -> dict[str, Any]:
     }
     n_requested = int(table.requested.sum())
     n_skipped = int((table.r_status == STATUS_CODES["skipped"]).sum())
-    n_short = int((n_scored < table.requested).sum())
+    n_short = int((n_judged < table.requested).sum())
     health.update(
         {
             "n_short": _rate(n_short, table.n_problems, what="problems"),
@@ -613,9 +614,9 @@ def _output_tokens_mean(num: np.ndarray, den: np.ndarray) -> dict[str, Any]:
 
 
 def _rollout_counts(
-    table: TaskTable, n_gradable: np.ndarray, n_scored: np.ndarray
+    table: TaskTable, n_gradable: np.ndarray, n_judged: np.ndarray
 ) -> dict[str, Any]:
-    """The ``rollouts`` block: requested, recorded, completed, gradable, scored, correct, and
+    """The ``rollouts`` block: requested, recorded, completed, gradable, judged, correct, and
     how many problems have each number of gradable rollouts."""
     g = table.r_gradable
     dist: dict[str, int] = {}
@@ -626,7 +627,7 @@ def _rollout_counts(
         "records": len(table.r_status),
         "completed": int((table.r_status == STATUS_CODES["ok"]).sum()),
         "gradable": int(g.sum()),
-        "scored": int(n_scored.sum()),
+        "judged": int(n_judged.sum()),
         "correct": int((g & table.r_correct).sum()),
         "gradable_per_problem": dist,
     }

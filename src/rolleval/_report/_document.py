@@ -292,7 +292,7 @@ def task_blocks(rep: dict[str, Any], *, all_metrics: bool | None = False) -> lis
         Para(
             f"problems {pr['total']} ({pr['with_gradable_rollout']} with a gradable rollout); "
             f"rollouts requested {ro['requested']}, records {ro['records']}, completed {ro['completed']}, "
-            f"gradable {ro['gradable']}, scored {ro['scored']}, correct {ro['correct']}; "
+            f"gradable {ro['gradable']}, judged {ro['judged']}, correct {ro['correct']}; "
             f"gradable per problem: {dist or 'none'}"
         )
     )
@@ -679,7 +679,7 @@ def run_level_blocks(run_level: dict[str, Any] | None) -> list[Block]:
             left=2,
         ),
         Para(
-            f"run-level variance of the effect v_baseline/k_baseline + v_candidate/k_candidate "
+            f"run-level variance of the effect v_baseline/n_runs_baseline + v_candidate/n_runs_candidate "
             f"= {parts} = {run_level['run_variance']:.3g}"
         ),
     ]

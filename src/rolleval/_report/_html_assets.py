@@ -116,9 +116,9 @@ JS = r"""
       if (!list) { col.appendChild(el("p", "muted", index.notes[k] || "no rollouts")); }
       else list.forEach(function (r) {
         var box = el("div", "rollout " + (r.correct === true ? "ok" : r.correct === false ? "wrong" : "none"));
-        var verdict = r.correct === true ? "correct" : r.correct === false ? "wrong" : "not judged";
+        var outcome = r.correct === true ? "correct" : r.correct === false ? "wrong" : "not judged";
         box.appendChild(el("div", "meta",
-          "#" + r.i + " " + verdict + " | status " + r.status + " | finish " + (r.finish || "N/A") +
+          "#" + r.i + " " + outcome + " | status " + r.status + " | finish " + (r.finish || "N/A") +
           " | tokens " + (r.tokens === null ? "N/A" : r.tokens) +
           " | latency " + (r.latency === null ? "N/A" : r.latency.toFixed(2) + " s") +
           " | extracted " + (r.extracted === null ? "(none)" : r.extracted) +

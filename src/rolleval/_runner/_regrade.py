@@ -22,7 +22,7 @@ __all__ = ["RegradeResult", "regrade_run"]
 
 @dataclass(frozen=True)
 class RegradeResult:
-    """Per task: how many rollouts were judged and how many verdicts changed."""
+    """Per task: how many rollouts were graded (status ``ok``) and how many judgements changed."""
 
     tasks: dict[str, dict[str, int]]
     warnings: list[str] = field(default_factory=list)
@@ -43,14 +43,14 @@ class _Regrade:
 
 
 def _reimport_hint(manifest: Mapping[str, Any]) -> str:
-    """For an import that kept its source's verdicts: the command that re-imports it with
+    """For an import that kept its source's judgements: the command that re-imports it with
     rolleval's grader (an import's texts are regraded at import, where every repeat is read)."""
     imp = manifest.get("import")
     if not isinstance(imp, dict) or imp.get("correctness") != "source":
         return ""
     src = shlex.quote(str(imp.get("source") or "SOURCE"))
     return (
-        f"; the run was imported with its source's own verdicts: re-import it with one of "
+        f"; the run was imported with its source's own judgements: re-import it with one of "
         f"rolleval's graders, `rolleval import {imp.get('format') or 'FORMAT'} {src} --out NEW "
         "--regrade TYPE` (TYPE: math, mcq, short_answer)"
     )
@@ -83,7 +83,7 @@ def _prepare_regrade(
     ):
         raise DataError(
             "no problem has a reference answer (a run imported from a source that does not "
-            "store them); cannot regrade: keep the source's own verdicts",
+            "store them); cannot regrade: keep the source's own judgements",
             path=files.prompts,
         )
     rollouts = files.read_rollouts(missing_ok=False)
@@ -112,7 +112,7 @@ def _regrade(
     workers: int | None,
     on_progress: Callable[[str, int, int], None] | None,
 ) -> dict[str, int]:
-    from ..grading import grade_problems, grading_inputs, grading_reference, verdict_of
+    from ..grading import grade_problems, grading_inputs, grading_reference, judgement_of
 
     name = job.task.name
     pids = sorted(job.by_problem)
@@ -123,8 +123,8 @@ def _regrade(
     ]
     records: list[JudgementRecord] = []
     changed = 0
-    judged = 0
-    for done, (pid, (_, splits), verdicts) in enumerate(
+    graded = 0
+    for done, (pid, (_, splits), judgements) in enumerate(
         zip(
             pids,
             inputs,
@@ -140,9 +140,9 @@ def _regrade(
         if on_progress is not None:
             on_progress(name, done, len(pids))
         for r in job.by_problem[pid]:
-            v = verdict_of(r.index, verdicts, splits) if r.status == "ok" else None
+            v = judgement_of(r.index, judgements, splits) if r.status == "ok" else None
             rec = make_judgement(r, v, job.grader.identity, splits.get(r.index))
-            judged += v is not None
+            graded += v is not None
             before = job.old.get((pid, r.index))
             if before is not None and (before.correct, before.extracted) != (
                 rec.correct,
@@ -156,7 +156,7 @@ def _regrade(
             update={"grader": job.grader.spec, "grader_identity": job.grader.identity}
         )
     )
-    return {"rollouts": len(records), "judged": judged, "changed": changed}
+    return {"rollouts": len(records), "graded": graded, "changed": changed}
 
 
 def regrade_run(

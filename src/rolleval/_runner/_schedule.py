@@ -175,16 +175,16 @@ class Scheduler:
 
         def done(f: asyncio.Future[Any]) -> None:
             if f.cancelled() or self._closed:
-                return  # never store a verdict that arrives after the segment stopped
-            verdicts = f.result() if f.exception() is None else None
-            from ..grading import Verdict, verdict_of
+                return  # never store a judgement that arrives after the segment stopped
+            judgements = f.result() if f.exception() is None else None
+            from ..grading import Judgement, judgement_of
 
             failed = (
-                Verdict.failed(f"grading failed: {f.exception()}") if verdicts is None else None
+                Judgement.failed(f"grading failed: {f.exception()}") if judgements is None else None
             )
             records = []
             for j, r in sorted(rolls.items()):
-                v = verdict_of(j, verdicts, splits, failed) if r.status == "ok" else None
+                v = judgement_of(j, judgements, splits, failed) if r.status == "ok" else None
                 records.append(make_judgement(r, v, task.grader.identity, splits.get(j)))
             self.writers[ti].add_judgements(records)
 

@@ -29,7 +29,7 @@ from ..records import SequentialDesign, SequentialLook, SequentialTask
 from ..rundir._store import collect_warnings
 from ..rundir._writer import RunWriter
 from ..stats import betting_cs
-from ..stats._sequence import BETTING_METHOD
+from ..stats._confidence_sequence import BETTING_METHOD
 from ._resolve import ResolvedTask
 from ._schedule import Counters, Scheduler
 

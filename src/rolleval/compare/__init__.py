@@ -27,10 +27,12 @@ from .._public import publish
 from ._align import Alignment, align_frames
 from ._frame import HEALTH_METRICS, ProblemFrame, load_frames, metric_direction, save_baseline
 from ._gate import DEFAULT_POLICY, GateResult, gate_run, load_policy
+from ._holm import GateDecision, GateMetric, gate_decision, holm
 from ._movers import problem_movers
 from ._noise import VALIDITY_NOTE, load_run_noise, measure_run_noise, save_run_noise
 from ._options import CompareOptions
 from ._paired import Comparison, PairedInput, paired_compare
+from ._per_task import TaskComparison, compare_frames, default_threshold
 from ._plan import PlanOptions, PlanResult, TaskPlan, plan_runs
 from ._rule import (
     COMPARISON_VERDICTS,
@@ -41,8 +43,7 @@ from ._rule import (
     verdict_exit_code,
     verdict_label,
 )
-from ._runs import CompareResult, TaskComparison, compare_frames, compare_runs, default_threshold
-from ._verdict import GateDecision, GateMetric, gate_decision, holm
+from ._runs import CompareResult, compare_runs
 
 __all__ = [
     "COMPARISON_VERDICTS",

@@ -64,12 +64,12 @@ class Alignment:
 
 
 def _differences(
-    a: ProblemFrame, b: ProblemFrame, *, require_provenance: bool
+    baseline: ProblemFrame, candidate: ProblemFrame, *, require_provenance: bool
 ) -> tuple[list[str], list[str]]:
     hard: list[str] = []
     soft: list[str] = []
     for key in _MUST_MATCH:
-        va, vb = a.settings.get(key), b.settings.get(key)
+        va, vb = baseline.settings.get(key), candidate.settings.get(key)
         if va is not None and vb is not None and va != vb:
             why = (
                 "a run of each denominator policy"
@@ -78,7 +78,9 @@ def _differences(
             )
             hard.append(f"{key}: {va!r} vs {vb!r}" + (f" ({why})" if why else ""))
         elif (va is None) != (vb is None) and key == "grader_identity":
-            side, src = ("baseline", a.source) if va is None else ("candidate", b.source)
+            side, src = (
+                ("baseline", baseline.source) if va is None else ("candidate", candidate.source)
+            )
             if require_provenance:
                 hard.append(
                     f"grader_identity is unknown on the {side} ({src}), so the grader cannot be "
@@ -99,7 +101,7 @@ _ROLLEVAL_GRADERS = ("math", "mcq", "short_answer")
 
 def grader_fix(baseline: ProblemFrame, candidate: ProblemFrame) -> str:
     """How to give two sides one grader: re-import with ``--regrade`` a side that kept its
-    source harness's verdicts (the command, with its format and source), else regrade.
+    source harness's judgements (the command, with its format and source), else regrade.
 
     A verdict across two graders would measure the graders as well as the models (TraceLens:
     a different ruler is a different measurement), so compare never overrides the check."""

@@ -73,9 +73,9 @@ def exact_bound(d: np.ndarray, span: float, settings: Settings) -> Bound | None:
     # With the same share of problems moved, the sample stops being near-degenerate at
     # ceil(10 T / m) problems (the bootstrap takes over), or the bound fits in the band.
     needed = math.ceil(MIN_MOVERS * t / moved) if moved else None
-    tau = settings.threshold
-    if 0.0 < tau < span:
-        fits_at = _problems_to_fit(max(moved_down, moved_up) / t, t, span, tau, level, needed)
+    threshold = settings.threshold
+    if 0.0 < threshold < span:
+        fits_at = _problems_to_fit(max(moved_down, moved_up) / t, t, span, threshold, level, needed)
         if fits_at == t:
             return Bound(low, high, t)  # the bound already fits: it asks for no more problems
         if fits_at is not None:
@@ -84,10 +84,10 @@ def exact_bound(d: np.ndarray, span: float, settings: Settings) -> Bound | None:
 
 
 def _problems_to_fit(
-    share: float, t: int, span: float, tau: float, level: float, cap: int | None
+    share: float, t: int, span: float, threshold: float, level: float, cap: int | None
 ) -> int | None:
     """The smallest ``T' >= t`` at which the exact bound, with the share of problems moved
-    ``share``, lies inside ``(-tau, tau)``; None when none up to ``cap`` (or 10**8) does.
+    ``share``, lies inside ``(-threshold, threshold)``; None when none up to ``cap`` (or 10**8) does.
 
     The search doubles ``T'`` from ``t``, then bisects."""
 
@@ -95,7 +95,7 @@ def _problems_to_fit(
         # the Clopper-Pearson bound with the mover count share * n taken as a real
         # number, so that it decreases smoothly with n (a floor would make it jump)
         m = share * n
-        return _beta_ppf(level, m + 1.0, n - m) * span < tau
+        return _beta_ppf(level, m + 1.0, n - m) * span < threshold
 
     if fits(t):
         return t

@@ -249,10 +249,10 @@ def task_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _diff(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Change]:
+def _diff(baseline: Mapping[str, Any], candidate: Mapping[str, Any]) -> list[Change]:
     out = []
-    for key in list(dict.fromkeys([*a, *b])):
-        va, vb = human(a.get(key)), human(b.get(key))
+    for key in list(dict.fromkeys([*baseline, *candidate])):
+        va, vb = human(baseline.get(key)), human(candidate.get(key))
         if va != vb:
             out.append(Change(key, va, vb))
     return out

@@ -1,7 +1,7 @@
 """maj@n and self-consistency compared at a common k (their expectation depends on n).
 
 maj@16 of a model is not maj@4 of the same model, so two runs with different numbers of
-gradable rollouts per problem cannot be compared on maj@n or self-consistency directly.
+judged rollouts per problem cannot be compared on maj@n or self-consistency directly.
 Both sides are evaluated instead at ``k_i = min(n_baseline_i, n_candidate_i)`` per problem,
 with the exact subset estimator :func:`rolleval.metrics.majority_vote_at_k` (ties share the
 vote). On equal, complete sides this is every rollout (``k = n``).

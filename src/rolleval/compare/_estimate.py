@@ -1,7 +1,7 @@
 """The estimate of :func:`paired_compare`: effect, sign-flip test, SE and bootstrap interval.
 
 Steps 2 to 6 of :func:`paired_compare`'s procedure, with the run-level widening of the
-interval and p-value (:func:`rolleval.stats._runlevel.run_level_adjustment`) when the input
+interval and p-value (:func:`rolleval.stats._run_noise.run_level_adjustment`) when the input
 carries a run-level variance.
 """
 
@@ -20,7 +20,7 @@ from ..stats import (
     paired_se,
     sign_flip_test,
 )
-from ..stats._runlevel import run_level_adjustment, satterthwaite_df
+from ..stats._run_noise import run_level_adjustment, satterthwaite_df
 from ._input import Sample, Settings
 from ._rule import _excludes_zero
 
@@ -143,7 +143,7 @@ def _interval(sample: Sample, settings: Settings) -> tuple[float | None, float |
 
 def _satterthwaite(se: float, sample: Sample) -> float:
     """Degrees of freedom of ``se_total^2 = se^2 + run_variance``
-    (:func:`rolleval.stats._runlevel.satterthwaite_df` over the sample's units)."""
+    (:func:`rolleval.stats._run_noise.satterthwaite_df` over the sample's units)."""
     return satterthwaite_df(se, sample.run_variance, sample.run_variance_se, sample.n_units)
 
 

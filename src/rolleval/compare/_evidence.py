@@ -154,12 +154,12 @@ def unjudged_bound(
         )
     }
     gap = abs(share["candidate"] - share["baseline"])
-    tau = comp.threshold
+    threshold = comp.threshold
     panel: dict[str, Any] = {
         "baseline_share": share["baseline"],
         "candidate_share": share["candidate"],
         "difference": gap,
-        "threshold": tau,
+        "threshold": threshold,
         "bound_checked": False,
         "meaning": "requested rollouts with no score: infra errors, grader errors, missing "
         "(timeouts are scored as failures unless timeout_policy is excluded)",
@@ -170,12 +170,12 @@ def unjudged_bound(
             "(e.g. unextracted among graded rollouts), and infra_error_rate is the unjudged share"
         )
         return panel, None
-    if gap <= tau or comp.exit_code == EXIT_INCONCLUSIVE:
+    if gap <= threshold or comp.exit_code == EXIT_INCONCLUSIVE:
         return panel, None
     panel["bound_checked"] = True
     lead = (
         f"unjudged rollouts differ between the sides by {gap:.1%} (baseline {share['baseline']:.1%}, "
-        f"candidate {share['candidate']:.1%}), more than the threshold {tau:g}"
+        f"candidate {share['candidate']:.1%}), more than the threshold {threshold:g}"
     )
     family = parse_metric_name(metric)[0]
     if family not in _COUNT_FAMILIES or baseline.settings.get("score_key", "correct") != "correct":

@@ -20,9 +20,9 @@ from .._report._build import (
     DEFAULT_TAUS,
     HEALTH_DEFINITIONS,
     health_counts,
+    judged_mask,
     per_problem_values,
     report_ks,
-    scored_mask,
 )
 from .._version import __version__
 from ..errors import DataError, UsageError
@@ -114,13 +114,13 @@ class ProblemFrame:
     ids: list[str]
     hashes: list[str | None]
     clusters: list[str | None]
-    n: np.ndarray  # the metrics' denominator per problem (scored, or requested)
-    c: np.ndarray  # correct among the scored rollouts
+    n: np.ndarray  # the metrics' denominator per problem (judged, or requested)
+    c: np.ndarray  # correct among the judged rollouts
     requested: np.ndarray
     values: dict[str, np.ndarray]  # metric name -> per-problem value (NaN = not eligible)
     health: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
-    gradable: np.ndarray | None = None  # graded rollouts per problem
-    unjudged: np.ndarray | None = None  # requested rollouts not scored (errors, missing)
+    gradable: np.ndarray | None = None  # gradable rollouts per problem
+    unjudged: np.ndarray | None = None  # requested rollouts not judged (errors, missing)
     missing: np.ndarray | None = None  # requested rollouts with no judgement record
     settings: dict[str, Any] = field(default_factory=dict)
     source: str = ""
@@ -129,7 +129,7 @@ class ProblemFrame:
     model: str | None = None
     run_status: str | None = None
     imported: tuple[str, str] | None = None
-    """``(format, source)`` of an import that kept its source's verdicts (no ``--regrade``)."""
+    """``(format, source)`` of an import that kept its source's judgements (no ``--regrade``)."""
 
     def __post_init__(self) -> None:
         zeros = np.zeros(len(self.ids), dtype=np.int64)
@@ -202,16 +202,16 @@ def frame_from_table(
         timeout_policy=timeout_policy,
     )
     values = {name: v for name, (v, _p, _r) in vals.items()}
-    scored = scored_mask(table, timeout_policy)
-    n_scored = table.per_problem(scored).astype(np.int64)
+    judged = judged_mask(table, timeout_policy)
+    n_judged = table.per_problem(judged).astype(np.int64)
     n_records = np.bincount(table.r_problem, minlength=table.n_problems).astype(np.int64)
     full = dict(settings)
     full.setdefault("denominator_policy", policy)
     full.setdefault("timeout_policy", timeout_policy)
-    n_frame = req.astype(np.int64) if policy == "requested" else n_scored
+    n_frame = req.astype(np.int64) if policy == "requested" else n_judged
     g = table.r_gradable
-    # timed-out (under the failure policy) and, under "requested", unjudged rollouts count
-    # in the denominator and vote for nothing
+    # judged timeouts (under the failure policy) and, under "requested", unjudged rollouts
+    # count in the denominator and vote for nothing
     vote_rows = (
         table.r_problem[g],
         table.r_cluster[g],
@@ -225,12 +225,12 @@ def frame_from_table(
         hashes=list(table.content_hashes),
         clusters=list(table.clusters),
         n=n_frame,
-        c=table.per_problem(scored & table.r_correct).astype(np.int64),
+        c=table.per_problem(judged & table.r_correct).astype(np.int64),
         requested=req.copy(),
         values=values,
         health=health_counts(table),
         gradable=table.per_problem(table.r_gradable).astype(np.int64),
-        unjudged=(req - n_scored).astype(np.int64),
+        unjudged=(req - n_judged).astype(np.int64),
         missing=(req - n_records).astype(np.int64),
         settings={
             k: full.get(k)
@@ -254,7 +254,7 @@ def frame_from_table(
     )
 
 
-def _source_verdicts(manifest: Mapping[str, Any]) -> tuple[str, str] | None:
+def _source_judgements(manifest: Mapping[str, Any]) -> tuple[str, str] | None:
     """``(format, source)`` when the run is an import judged by its source's own grader."""
     imp = manifest.get("import")
     if not isinstance(imp, dict) or imp.get("correctness") != "source":
@@ -264,7 +264,7 @@ def _source_verdicts(manifest: Mapping[str, Any]) -> tuple[str, str] | None:
 
 def frames_from_run(path: str | os.PathLike[str]) -> dict[str, ProblemFrame]:
     run = RunDir.open(path)
-    imported = _source_verdicts(run.manifest)
+    imported = _source_judgements(run.manifest)
     out: dict[str, ProblemFrame] = {}
     with collect_warnings():
         for tf in run.tasks():

@@ -48,15 +48,13 @@ from ._frame import HEALTH_METRICS, ProblemFrame, canonical_metric, load_frames
 from ._options import CompareOptions
 from ._paired import Comparison
 from ._pairs import TaskPair, pair_tasks, parse_task_map
+from ._per_task import TaskComparison, TaskSettings, compare_task
 from ._replicates import REPLICATE_METRIC, SideRuns
 from ._rule import PolicyVerdict
 from ._runs import (
     Overall,
     RunLevelInputs,
-    TaskComparison,
-    TaskSettings,
     compare_pair,
-    compare_task,
     decide_overall,
     incomplete_runs,
     label_sides,
@@ -311,7 +309,7 @@ def gate_run(
         rng=rng,
         power=power,
     )
-    from ._seqruns import refuse_sequential
+    from ._sequential_run import refuse_sequential
 
     refuse_sequential(baseline, run, hint="`rolleval compare BASE RUN` with its own BASE")
     fb = load_frames(baseline)
@@ -582,7 +580,7 @@ def _comparison_checks(comps: Mapping[str, Comparison], decision: Overall) -> li
         checks.append(
             {
                 "task": t,
-                "check": f"{metric} paired compare (tau={comp.threshold})",
+                "check": f"{metric} paired compare (threshold={comp.threshold})",
                 "value": _fmt_effect(comp),
                 "verdict": decision.verdicts[key],
                 "adjusted_pvalue": decision.adjusted_pvalues.get(key),

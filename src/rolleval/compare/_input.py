@@ -40,13 +40,13 @@ class PairedInput:
 
     Position ``i`` of every array is the same problem, in the canonical order (sorted
     problem id). NaN marks a problem that is not eligible on that side (for example a
-    pass@k with fewer than k gradable rollouts, or no gradable rollout at all);
+    pass@k with fewer than k judged rollouts, or no judged rollout at all);
     :func:`paired_compare` drops every problem that is NaN on either side and counts it.
 
     Attributes
     ----------
     baseline, candidate : numpy.ndarray
-        Per-problem value of the metric (e.g. pass@1 = c/n of the gradable rollouts).
+        Per-problem value of the metric (e.g. pass@1 = c/n of the judged rollouts).
     direction : {+1, -1}, default +1
         +1 when higher is better (accuracy); -1 when lower is better (unextracted rate,
         truncation rate, output tokens).
@@ -66,7 +66,7 @@ class PairedInput:
         interval resamples clusters and the test flips signs per cluster.
     run_variance : float, default 0.0
         Variance that run-level shocks add to the effect (``mean(d)``), beyond what the
-        problems of one run show: ``v_baseline / k_baseline + v_candidate / k_candidate``
+        problems of one run show: ``v_baseline / n_runs_baseline + v_candidate / n_runs_candidate``
         for run-level variances ``v`` of one run's mean and ``k`` replicate runs per side
         (:func:`rolleval.stats.run_noise` measures ``v`` from A/A replicates). 0 = the
         problems of a run are independent (the assumption of the problem-level test).

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import UsageError
 from ..stats._validate import as_counts, describe, is_int
-from ._verdict import holm
+from ._holm import holm
 
 __all__ = ["problem_movers"]
 
@@ -116,7 +116,7 @@ def problem_movers(
 ) -> list[dict[str, Any]]:
     """The problems whose rate moved most, with a per-problem exact test and Holm adjustment.
 
-    For problem ``i`` with ``c`` events among ``n`` gradable rollouts on the baseline and
+    For problem ``i`` with ``c`` events among ``n`` judged rollouts on the baseline and
     ``c'`` among ``n'`` on the candidate:
 
     1. Rates ``c/n`` and ``c'/n'`` and the direction-normalised change
@@ -132,7 +132,7 @@ def problem_movers(
          ``alternative="less"`` (the candidate's odds of the bad event are higher).
 
        The test conditions on both margins, so it is exact for any ``n``. A side with
-       ``n = 0`` (no gradable rollout) makes the problem not testable: rate, ``delta``,
+       ``n = 0`` (no judged rollout) makes the problem not testable: rate, ``delta``,
        ``pvalue`` and ``adjusted_pvalue`` are None for it.
     3. Holm adjustment [2]_ (:func:`rolleval.compare.holm`) over **all** testable
        problems, not only those returned: with hundreds of problems some will look like
@@ -148,7 +148,7 @@ def problem_movers(
     ids : sequence
         Unique problem ids, aligned with the count arrays.
     c_baseline, n_baseline, c_candidate, n_candidate : array_like of int, 1-D
-        Events and gradable rollouts per problem on each side, ``0 <= c <= n``.
+        Events and judged rollouts per problem on each side, ``0 <= c <= n``.
     direction : {+1, -1}, default +1
         Whether ``c`` counts good (+1) or bad (-1) events.
     top : int or None, default 20

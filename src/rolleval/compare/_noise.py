@@ -1,8 +1,8 @@
 """An endpoint's run-level noise, measured from A/A replicate runs, for ``rolleval compare``.
 
-``measure_run_noise(runs)`` reads k >= 2 run directories of one configuration (the same
+``measure_run_noise(runs)`` reads n_runs >= 2 run directories of one configuration (the same
 model, serving, tasks and rollouts per problem; only the run seed differs) and gives, per
-task, :func:`rolleval.stats.run_noise` over the problems all of them scored.
+task, :func:`rolleval.stats.run_noise` over the problems all of them judged.
 ``save_run_noise`` writes it as a small JSON file (``format: rolleval-run-noise``) and
 ``load_run_noise`` reads the per-task run-level variance back for
 ``compare_runs(..., run_noise=...)``.
@@ -45,9 +45,9 @@ VALIDITY_NOTE = (
 def measure_run_noise(runs: Sequence[str | os.PathLike[str]]) -> dict[str, RunNoise]:
     """Per task, the run-level noise of ``runs`` (A/A replicates; see the module docstring).
 
-    Every run must hold the same tasks; a task's problems are those every run scored
+    Every run must hold the same tasks; a task's problems are those every run judged
     (``n >= 1``). Raises ``UsageError`` with fewer than 2 runs, different task sets, or a
-    task with no problem scored by every run.
+    task with no problem judged in every run.
     """
     if len(runs) < 2:
         raise UsageError(f"measuring run-level noise needs at least 2 runs, got {len(runs)}")
@@ -72,10 +72,10 @@ def measure_run_noise(runs: Sequence[str | os.PathLike[str]]) -> dict[str, RunNo
             rows_c.append(np.asarray(f.c)[idx])
             rows_n.append(np.asarray(f.n)[idx])
         c, n = np.array(rows_c), np.array(rows_n)
-        scored = np.all(n >= 1, axis=0)
-        if not scored.any():
-            raise UsageError(f"task {task!r}: no problem was scored by every run")
-        out[task] = run_noise(c[:, scored], n[:, scored])
+        judged_everywhere = np.all(n >= 1, axis=0)
+        if not judged_everywhere.any():
+            raise UsageError(f"task {task!r}: no problem was judged in every run")
+        out[task] = run_noise(c[:, judged_everywhere], n[:, judged_everywhere])
     return out
 
 

@@ -29,7 +29,7 @@ class CompareOptions:
     """
 
     threshold: float | None = None
-    """``tau >= 0``, the smallest change that matters, in the metric's units. None: the
+    """``threshold >= 0``, the smallest change that matters, in the metric's units. None: the
     metric's default (:func:`~rolleval.compare.default_threshold`: 0.02 for a rate on a 0-1
     scale; other metrics need one). :func:`paired_compare` knows no metric: it needs a
     number (its ``threshold`` keyword defaults to 0.02)."""

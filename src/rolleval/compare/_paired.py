@@ -82,7 +82,7 @@ class Comparison:
     n_clusters : int or None
         ``C`` when ``unit`` is ``"cluster"``.
     threshold, alpha, power : float
-        As requested (``threshold`` is tau, in the metric's units).
+        As requested (in the metric's units).
     direction : int
         +1 or -1.
     n_resamples : int
@@ -179,7 +179,7 @@ def paired_compare(
     r"""Decide whether a candidate got worse than its baseline on one metric, paired by problem.
 
     The unit of analysis is the problem: each side contributes one value per problem
-    (e.g. pass@1 = c/n over its gradable rollouts), and the same problem on both sides
+    (e.g. pass@1 = c/n over its judged rollouts), and the same problem on both sides
     forms a pair.
 
     Procedure:
@@ -212,52 +212,52 @@ def paired_compare(
        ``u(m)`` the exact one-sided Clopper-Pearson upper bound [4]_ on a binomial share
        at ``1 - (1 - confidence_level)/2`` and ``D = high - low`` of ``inp.value_range``
        (no finite bound without it, nor when every ``d_i`` is the same non-zero value).
-    8. ``mde_ok`` := the MDE (step 10) at this ``T`` is at most ``tau``.
-    9. Verdict, with ``tau = threshold`` (in the metric's units), ``[lo, hi]`` the
+    8. ``mde_ok`` := the MDE (step 10) at this ``T`` is at most ``threshold``.
+    9. Verdict, with ``threshold`` in the metric's units, ``[lo, hi]`` the
        interval widened by the exact bound of step 7 where there is one:
 
-       ============================================================  ============================  ====
-       evidence                                                      verdict                       exit
-       ============================================================  ============================  ====
-       ``T < 2``, or ``min_attainable_pvalue(T or C) > alpha``       insufficient_evidence         3
-       significant, ``effect <= -tau``                               regression                    1
-       significant, ``effect >= +tau``                               improvement                   0
-       significant, ``lo <= -tau < effect``                          inconclusive                  3
-       significant, otherwise                                        significant_below_threshold   0
-       not significant, interval inside ``(-tau, tau)``, and so is   equivalent_within_threshold   0
+       =======================================================================  ===========================  ====
+       evidence                                                                 verdict                      exit
+       =======================================================================  ===========================  ====
+       ``T < 2``, or ``min_attainable_pvalue(T or C) > alpha``                  insufficient_evidence        3
+       significant, ``effect <= -threshold``                                    regression                   1
+       significant, ``effect >= +threshold``                                    improvement                  0
+       significant, ``lo <= -threshold < effect``                               inconclusive                 3
+       significant, otherwise                                                   significant_below_threshold  0
+       not significant, interval inside ``(-threshold, threshold)``, and so is  equivalent_within_threshold  0
        ``[lo, hi]``, and ``mde_ok``
-       not significant, interval inside ``(-tau, tau)``, otherwise   insufficient_evidence         3
-       not significant, otherwise                                    inconclusive                  3
-       ============================================================  ============================  ====
+       not significant, interval inside ``(-threshold, threshold)``, otherwise  insufficient_evidence        3
+       not significant, otherwise                                               inconclusive                 3
+       =======================================================================  ===========================  ====
 
        Non-significance is never called equivalence unless the whole interval lies
-       inside the open band ``(-tau, +tau)``, the sample can bound the difference, and
-       the design could have detected a change of ``tau``; with ``tau = 0`` no result is
-       equivalent. Comparisons with ``tau`` and with 0 count values within a relative
-       ``1e-9`` as equal, so a mean that is exactly ``-tau`` in exact arithmetic is a
+       inside the open band ``(-threshold, +threshold)``, the sample can bound the difference, and
+       the design could have detected a change of ``threshold``; with ``threshold = 0`` no result is
+       equivalent. Comparisons with ``threshold`` and with 0 count values within a relative
+       ``1e-9`` as equal, so a mean that is exactly ``-threshold`` in exact arithmetic is a
        regression despite float noise.
     10. Power [1]_: minimum detectable effect at ``power``, two-sided ``alpha``, at this
        ``T``, from the observed variance. With counts (``inp.c_*``, ``inp.n_*``) it uses
        the variance components ``omega2 = Var(x_baseline - x_candidate)``, ``sigma2_*``
        and ``k_*`` (:func:`rolleval.stats.paired_variance_components`)::
 
-           MDE = (z_{alpha/2} + z_beta) * sqrt((omega2 + sigma2_baseline/k_baseline
-                                               + sigma2_candidate/k_candidate) / T)
+           MDE = (z_{alpha/2} + z_beta) * sqrt((omega2 + sigma2_baseline/n_rollouts_baseline
+                                               + sigma2_candidate/n_rollouts_candidate) / T)
 
        otherwise ``MDE = (z_{alpha/2} + z_beta) * se`` (the same quantity without the
        split). When the verdict is inconclusive or insufficient evidence:
 
        - ``needed_problems``: problems (at the current rollouts per problem) for which the
-         MDE equals ``tau`` -- power ``power`` against a true drop of exactly ``tau``
+         MDE equals ``threshold`` -- power ``power`` against a true drop of exactly ``threshold``
          (:func:`rolleval.stats.required_problems`), and at least the smallest ``T`` at
          which the sign-flip test can reach ``alpha``. It is a planning figure at the
-         observed variance: a true effect between ``-tau`` and 0 needs more problems to
+         observed variance: a true effect between ``-threshold`` and 0 needs more problems to
          be resolved, and a true effect of 0 then gives an interval inside the band about
          60% of the time at the defaults.
        - ``needed_rollouts``: rollouts per problem (the same on both sides) at the
-         current ``T`` for MDE = ``tau`` (:func:`rolleval.stats.required_rollouts`); only
+         current ``T`` for MDE = ``threshold`` (:func:`rolleval.stats.required_rollouts`); only
          with counts, and None when the between-problem variance ``omega2`` alone keeps
-         the MDE above ``tau`` (more rollouts cannot help: add problems).
+         the MDE above ``threshold`` (more rollouts cannot help: add problems).
          ``power_note`` says why a figure is None.
        - For a near-degenerate sample ``needed_problems`` is also at least the ``T`` at
          which the exact bound, at the same share of problems moved, fits in the band.
@@ -270,7 +270,7 @@ def paired_compare(
         The settings below as one object (its ``threshold`` must be a number here), instead
         of the keywords: not both.
     threshold : float, default 0.02
-        ``tau >= 0``, the smallest change that matters, in the metric's units.
+        ``threshold >= 0``, the smallest change that matters, in the metric's units.
     alpha : float, default 0.05
         Two-sided significance level, in (0, 1).
     confidence_level : float or None, default None

@@ -100,16 +100,24 @@ def parse_task_map(items: list[str] | tuple[str, ...] | Mapping[str, str] | None
     return out
 
 
-def _matched(a: ProblemFrame, b: ProblemFrame) -> int:
-    """Problems of ``a`` whose content ``b`` has, as multisets (0 without hashes)."""
-    if not a.has_hashes or not b.has_hashes:
+def _matched(baseline: ProblemFrame, candidate: ProblemFrame) -> int:
+    """Problems of ``baseline`` whose content ``candidate`` has, as multisets (0 without
+    hashes)."""
+    if not baseline.has_hashes or not candidate.has_hashes:
         return 0
-    ca, cb = Counter(a.hashes), Counter(b.hashes)
-    return sum(min(n, cb[h]) for h, n in ca.items())
+    in_baseline, in_candidate = Counter(baseline.hashes), Counter(candidate.hashes)
+    return sum(min(n, in_candidate[h]) for h, n in in_baseline.items())
 
 
-def _pair(b: ProblemFrame, c: ProblemFrame, by: PairedBy) -> TaskPair:
-    return TaskPair(b.task or "", c.task or "", by, _matched(b, c), len(b.ids), len(c.ids))
+def _pair(baseline: ProblemFrame, candidate: ProblemFrame, by: PairedBy) -> TaskPair:
+    return TaskPair(
+        baseline.task or "",
+        candidate.task or "",
+        by,
+        _matched(baseline, candidate),
+        len(baseline.ids),
+        len(candidate.ids),
+    )
 
 
 def _check_names(

@@ -30,7 +30,7 @@ from ._align import Alignment, align_frames
 from ._frame import ProblemFrame, load_frames, resolve_tasks
 from ._options import one_of
 from ._runplan import RunLevelDesign, run_level_sizes
-from ._smallplan import SMALL_T, small_sample_problems, truth_model
+from ._simulated_power import SMALL_T, small_sample_problems, truth_model
 
 __all__ = ["PlanOptions", "PlanResult", "TaskPlan", "plan_runs"]
 
@@ -44,7 +44,7 @@ class PlanOptions:
     effect: float = 0.04
     """The true drop ``delta`` to catch, in pass@1 units (> 0)."""
     threshold: float = 0.02
-    """``tau`` of the comparison that will be run (``rolleval compare --threshold``), in
+    """``threshold`` of the comparison that will be run (``rolleval compare --threshold``), in
     [0, 1)."""
     alpha: float = 0.05
     """Two-sided level of that comparison, in (0, 1)."""
@@ -79,11 +79,11 @@ class TaskPlan:
     ----------
     problems : int
         ``T``: the pilot's problems the plan is based on (with a candidate: the matched
-        problems; with one pilot: the problems with 2 or more gradable rollouts).
+        problems; with one pilot: the problems with 2 or more judged rollouts).
     components : dict
         The variance components of pass@1 behind the plan: ``omega2`` (variance of the
         per-problem shift), ``sigma2_baseline``, ``sigma2_candidate`` (mean within-problem
-        Bernoulli variance) and ``k_baseline``, ``k_candidate`` (rollouts per problem), ``n``,
+        Bernoulli variance) and ``n_rollouts_baseline``, ``n_rollouts_candidate`` (rollouts per problem), ``n``,
         ``status`` and ``reason``; with one pilot also ``between``, ``within`` and
         ``observed`` (:func:`rolleval.stats.variance_components`).
     assumption : str
@@ -188,7 +188,7 @@ class PlanResult:
     effect : float
         The true pass@1 drop ``delta`` to catch (0-1).
     threshold : float
-        ``tau`` of the comparison that will be run (0-1).
+        ``threshold`` of the comparison that will be run (0-1).
     alpha, power : float
         The comparison's two-sided level, and the power wanted for the verdict.
     assumption : str
@@ -241,10 +241,10 @@ def _planned(
     """``(required_problems, power_planned)``: the normal size and its normal power, or, at
     most :data:`SMALL_T` problems, the size at which compare's own rule reaches the power in
     simulation (:func:`small_sample_problems`)."""
-    eff, tau, alpha = target.effect, target.threshold, target.alpha
+    eff, threshold, alpha = target.effect, target.threshold, target.alpha
     se = math.sqrt(variance / normal)
     normal_power = {
-        "power": regression_power(eff, se=se, threshold=tau, alpha=alpha) if se > 0 else None,
+        "power": regression_power(eff, se=se, threshold=threshold, alpha=alpha) if se > 0 else None,
         "se": None,
         "sims": None,
         "method": "normal approximation",
@@ -273,7 +273,7 @@ def _planned(
         truth,
         normal,
         power=target.power,
-        threshold=tau,
+        threshold=threshold,
         alpha=alpha,
         n_resamples=target.n_resamples,
         n_sims=target.n_sims,
@@ -327,9 +327,9 @@ def _paired_components(
     components: dict[str, Any] = {
         "omega2": comp.omega2,
         "sigma2_baseline": comp.sigma2_baseline,
-        "k_baseline": comp.k_baseline,
+        "n_rollouts_baseline": comp.n_rollouts_baseline,
         "sigma2_candidate": comp.sigma2_candidate,
-        "k_candidate": comp.k_candidate,
+        "n_rollouts_candidate": comp.n_rollouts_candidate,
         "n": comp.n,
         "status": comp.status,
         "reason": comp.reason,
@@ -367,9 +367,9 @@ def _total_kwargs(components: dict[str, Any]) -> dict[str, float]:
     return {
         "omega2": float(components["total_variance"]),
         "sigma2_baseline": 0.0,
-        "k_baseline": 1.0,
+        "n_rollouts_baseline": 1.0,
         "sigma2_candidate": 0.0,
-        "k_candidate": 1.0,
+        "n_rollouts_candidate": 1.0,
     }
 
 
@@ -392,9 +392,9 @@ def _components(
         "observed": vc.observed,
         "omega2": 0.0 if ok else None,
         "sigma2_baseline": vc.within,
-        "k_baseline": vc.k,
+        "n_rollouts_baseline": vc.n_rollouts,
         "sigma2_candidate": vc.within,
-        "k_candidate": vc.k,
+        "n_rollouts_candidate": vc.n_rollouts,
         "n": vc.n,
         "status": vc.status,
         "reason": vc.reason,
@@ -420,14 +420,14 @@ def _planner_kwargs(components: dict[str, Any]) -> tuple[dict[str, float], float
         kw = {
             "omega2": float(components["omega2"]),
             "sigma2_baseline": float(components["sigma2_baseline"]),
-            "k_baseline": float(components["k_baseline"]),
+            "n_rollouts_baseline": float(components["n_rollouts_baseline"]),
             "sigma2_candidate": float(components["sigma2_candidate"]),
-            "k_candidate": float(components["k_candidate"]),
+            "n_rollouts_candidate": float(components["n_rollouts_candidate"]),
         }
     variance = (
         kw["omega2"]
-        + kw["sigma2_baseline"] / kw["k_baseline"]
-        + kw["sigma2_candidate"] / kw["k_candidate"]
+        + kw["sigma2_baseline"] / kw["n_rollouts_baseline"]
+        + kw["sigma2_candidate"] / kw["n_rollouts_candidate"]
     )
     return kw, variance
 
@@ -454,29 +454,29 @@ def plan_runs(
     r"""Sizes at which ``rolleval compare`` gives ``regression`` for a true drop of ``effect``.
 
     The verdict ``regression`` needs a significant drop (interval and sign-flip test at
-    ``alpha``) whose estimate is at least ``threshold`` (``tau``). With the estimate
+    ``alpha``) whose estimate is at least ``threshold``. With the estimate
     ``N(-delta, s^2)`` (normal approximation, paired over problems) its probability is
     (:func:`rolleval.stats.regression_power`)
 
-    .. math:: P = \Phi\left(\frac{\delta - \max(\tau, z_{\alpha/2}\,s)}{s}\right),
+    .. math:: P = \Phi\left(\frac{\delta - \max(\theta, z_{\alpha/2}\,s)}{s}\right),
 
-    so ``power`` needs ``s <= min(delta / (z_{alpha/2} + z_beta), (delta - tau) / z_beta)``.
-    ``s^2 = (omega2 + sigma2_baseline/k_baseline + sigma2_candidate/k_candidate) / T``
+    so ``power`` needs ``s <= min(delta / (z_{alpha/2} + z_beta), (delta - threshold) / z_beta)``.
+    ``s^2 = (omega2 + sigma2_baseline/n_rollouts_baseline + sigma2_candidate/n_rollouts_candidate) / T``
     (Miller 2024) gives the problems ``T`` (:func:`rolleval.stats.required_problems` with
     ``threshold``) and, at the pilot's ``T``, the rollouts per problem
     (:func:`rolleval.stats.required_rollouts`).
 
-    A drop of at most the threshold (``delta <= tau``) is flagged at most about half the
-    time (exactly ``tau``: 1/2) whatever the size; the plan then says so and gives no size.
+    A drop of at most the threshold (``delta <= threshold``) is flagged at most about half the
+    time (exactly ``threshold``: 1/2) whatever the size; the plan then says so and gives no size.
 
     Small sizes. The normal approximation is optimistic at few problems: the verdict's
     sign-flip test on lattice-valued pass@1 is more conservative than a normal (or t) test.
-    When the normal size is at most :data:`~._smallplan.SMALL_T` (100) problems, the plan
+    When the normal size is at most :data:`~._simulated_power.SMALL_T` (100) problems, the plan
     simulates the verdict itself (:func:`rolleval.compare.paired_compare` with
     ``n_resamples``) on ``n_sims`` pairs of runs drawn from the pilot
-    (:func:`._smallplan.truth_model`: shrunk pilot rates, the candidate shifted to the drop)
+    (:func:`._simulated_power.truth_model`: shrunk pilot rates, the candidate shifted to the drop)
     and grows the size until the simulated power reaches ``power``
-    (:func:`._smallplan.small_sample_problems`); ``power_planned`` says which method gave
+    (:func:`._simulated_power.small_sample_problems`); ``power_planned`` says which method gave
     the figure, with its Monte Carlo SE.
 
     With one pilot run the candidate is assumed to shift every problem equally
@@ -501,7 +501,7 @@ def plan_runs(
     effect : float, default 0.04
         The true drop ``delta`` to catch, in pass@1 units (> 0).
     threshold : float, default 0.02
-        ``tau`` of the comparison that will be run (``rolleval compare --threshold``).
+        ``threshold`` of the comparison that will be run (``rolleval compare --threshold``).
     alpha, power : float
         Two-sided level of the comparison, and the power wanted for the verdict.
     tasks : list of str, optional
@@ -517,7 +517,7 @@ def plan_runs(
     -------
     PlanResult
         The arguments and, per task, a :class:`TaskPlan`: the components (``omega2``,
-        ``sigma2_baseline``, ``k_baseline``, ``sigma2_candidate``, ``k_candidate``),
+        ``sigma2_baseline``, ``n_rollouts_baseline``, ``sigma2_candidate``, ``n_rollouts_candidate``),
         ``required_problems``, ``required_rollouts_at_current_problems``, ``mde_current``
         (significance at ``power``), ``regression_power_current``, ``equivalence_problems``
         (the problems at which the minimum detectable effect reaches the threshold, which
@@ -628,7 +628,7 @@ def _task_plan(
     T, components, assumption, ok, al = _components(pilot_frame, cand_frame)
     if not ok or T < 2:
         reason = (
-            components.get("reason") or "need at least 2 problems with 2 or more gradable rollouts"
+            components.get("reason") or "need at least 2 problems with 2 or more judged rollouts"
         )
         return TaskPlan(T, components, assumption, "unavailable", reason=reason)
     kw, _ = _planner_kwargs(components)
@@ -684,12 +684,12 @@ def _run_level_figures(
 
 
 def _variance(kw: dict[str, float]) -> float:
-    """``omega2 + sigma2_baseline/k_baseline + sigma2_candidate/k_candidate``: ``T`` times
+    """``omega2 + sigma2_baseline/n_rollouts_baseline + sigma2_candidate/n_rollouts_candidate``: ``T`` times
     the variance of the paired effect."""
     return (
         kw["omega2"]
-        + kw["sigma2_baseline"] / kw["k_baseline"]
-        + kw["sigma2_candidate"] / kw["k_candidate"]
+        + kw["sigma2_baseline"] / kw["n_rollouts_baseline"]
+        + kw["sigma2_candidate"] / kw["n_rollouts_candidate"]
     )
 
 

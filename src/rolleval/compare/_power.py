@@ -88,10 +88,10 @@ def minimum_detectable(sample: Sample, settings: Settings, se: float | None) -> 
         mde = minimum_detectable_effect(t, **kw, alpha=alpha, power=power)
         path = "binomial variance components (Miller 2024)"
         notes.append(
-            f"MDE = z * sqrt((omega2 + sigma2_baseline/k_baseline + "
-            f"sigma2_candidate/k_candidate) / T) with omega2 = {kw['omega2']:.4g}, "
-            f"sigma2_baseline = {kw['sigma2_baseline']:.4g} (k = {kw['k_baseline']:g}), "
-            f"sigma2_candidate = {kw['sigma2_candidate']:.4g} (k = {kw['k_candidate']:g})"
+            f"MDE = z * sqrt((omega2 + sigma2_baseline/n_rollouts_baseline + "
+            f"sigma2_candidate/n_rollouts_candidate) / T) with omega2 = {kw['omega2']:.4g}, "
+            f"sigma2_baseline = {kw['sigma2_baseline']:.4g} (n_rollouts = {kw['n_rollouts_baseline']:g}), "
+            f"sigma2_candidate = {kw['sigma2_candidate']:.4g} (n_rollouts = {kw['n_rollouts_candidate']:g})"
         )
     elif se is not None:
         mde = z * se
@@ -134,15 +134,15 @@ def planning_figures(
 def _planning_threshold(
     sample: Sample, settings: Settings, z: float, notes: list[str]
 ) -> float | None:
-    """The MDE the problems must reach for the total MDE to be the threshold: ``tau``, less
+    """The MDE the problems must reach for the total MDE to be the threshold: ``threshold``, less
     the run-level variance's part; None (with a note) when no size reaches it."""
-    tau, v = settings.threshold, sample.run_variance
-    if tau == 0.0:
+    threshold, v = settings.threshold, sample.run_variance
+    if threshold == 0.0:
         notes.append("threshold 0: no finite sample has power against a drop of size 0")
         return None
     if v <= 0:
-        return tau
-    room = tau * tau - z * z * v
+        return threshold
+    room = threshold * threshold - z * z * v
     if room <= 0:
         notes.append(
             "the run-level variance alone keeps the MDE above the threshold: no number of "
@@ -171,9 +171,9 @@ def _needed_problems(
         kw = {
             "omega2": var_d,
             "sigma2_baseline": 0.0,
-            "k_baseline": 1.0,
+            "n_rollouts_baseline": 1.0,
             "sigma2_candidate": 0.0,
-            "k_candidate": 1.0,
+            "n_rollouts_candidate": 1.0,
         }
     needed = required_problems(tau_plan, **kw, alpha=alpha, power=power)
     if bound is not None:

@@ -55,7 +55,7 @@ def unbounded_reason(
     it (an inconclusive significant drop whose interval excludes a drop of the threshold, or
     insufficient evidence); None otherwise."""
     why: str | None = None
-    t, tau = d.size, settings.threshold
+    t, threshold = d.size, settings.threshold
     n_moved = int(np.count_nonzero(d))
     if bound is not None:
         if math.isinf(bound.low) or math.isinf(bound.high):
@@ -66,14 +66,14 @@ def unbounded_reason(
                 else f"only {n_moved} of {t} problems moved and the metric's "
                 "range is unknown, so no exact bound exists"
             )
-        elif not (bound.low > -tau and bound.high < tau):
+        elif not (bound.low > -threshold and bound.high < threshold):
             why = (
                 f"only {n_moved} of {t} problems moved: the exact bound "
                 f"[{bound.low:.4g}, {bound.high:.4g}] on the effect (share of problems "
                 "that moved, Clopper-Pearson, times the metric's range) reaches the threshold"
             )
     assert est.ci_low is not None
-    if verdict == "inconclusive" and not (est.significant and est.ci_low > -tau):
+    if verdict == "inconclusive" and not (est.significant and est.ci_low > -threshold):
         why = None
     if verdict == "insufficient_evidence" and why is None and mde is not None:
         why = (
@@ -91,7 +91,7 @@ def _explain(
     lo: float,
     hi: float,
     p: float,
-    tau: float,
+    threshold: float,
     why_unbounded: str | None,
     alpha: float = 0.05,
 ) -> str:
@@ -103,22 +103,16 @@ def _explain(
         f"(p = {p:.3g} > {alpha:g}); both must agree"
     )
     if verdict == "regression":
-        return (
-            f"candidate worse by {-effect:.4g} ({ci}, p = {p:.3g}): at least the threshold {tau:g}"
-        )
+        return f"candidate worse by {-effect:.4g} ({ci}, p = {p:.3g}): at least the threshold {threshold:g}"
     if verdict == "improvement":
-        return (
-            f"candidate better by {effect:.4g} ({ci}, p = {p:.3g}): at least the threshold {tau:g}"
-        )
+        return f"candidate better by {effect:.4g} ({ci}, p = {p:.3g}): at least the threshold {threshold:g}"
     if verdict == "significant_below_threshold":
-        return f"significant change {effect:+.4g} ({ci}, p = {p:.3g}) smaller than the threshold {tau:g}"
+        return f"significant change {effect:+.4g} ({ci}, p = {p:.3g}) smaller than the threshold {threshold:g}"
     if verdict == "equivalent_within_threshold":
         why = disagree if excludes_zero else f"p = {p:.3g}"
-        return f"no significant change ({why}); {ci} lies inside (-{tau:g}, +{tau:g})"
+        return f"no significant change ({why}); {ci} lies inside (-{threshold:g}, +{threshold:g})"
     if verdict == "insufficient_evidence":
-        return (
-            f"{ci} lies inside (-{tau:g}, +{tau:g}) but {why_unbounded}: equivalence is not shown"
-        )
+        return f"{ci} lies inside (-{threshold:g}, +{threshold:g}) but {why_unbounded}: equivalence is not shown"
     if significant:
         why = (
             f"{ci} reaches a drop of the threshold"
@@ -126,11 +120,11 @@ def _explain(
             else f"{why_unbounded}, so a drop of the threshold is not excluded"
         )
         return (
-            f"significant drop {effect:+.4g} (p = {p:.3g}) smaller than the threshold {tau:g}, "
+            f"significant drop {effect:+.4g} (p = {p:.3g}) smaller than the threshold {threshold:g}, "
             f"but {why}"
         )
     why = disagree if excludes_zero else f"{ci} contains 0"
     return (
-        f"no significant change ({why}) and {ci} reaches beyond +-{tau:g}: "
+        f"no significant change ({why}) and {ci} reaches beyond +-{threshold:g}: "
         "neither a regression nor equivalence is shown"
     )

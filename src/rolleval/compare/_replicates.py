@@ -2,10 +2,10 @@
 
 ``rolleval compare BASE CAND --baseline-replicate DIR ... --candidate-replicate DIR ...``:
 the replicates of a side are runs of its configuration that differ only in the run seed.
-Per task, each side's correct and scored rollouts are pooled over its runs
+Per task, each side's correct and judged rollouts are pooled over its runs
 (:func:`pool_task`; a problem must be in every run of its side), the problem-level test
 runs on the pooled rates, and :meth:`ReplicateCounts.resolve` gives the run-level variance
-of the effect, ``v_baseline / k_baseline + v_candidate / k_candidate``, each ``v`` from
+of the effect, ``v_baseline / n_runs_baseline + v_candidate / n_runs_candidate``, each ``v`` from
 :func:`rolleval.stats.run_noise` over that side's own runs when it has two or more
 (docs/contract.md, "Run-level noise"). :func:`load_side` reads and checks a side.
 """
@@ -36,12 +36,12 @@ __all__ = [
     "run_variance_se",
 ]
 
-#: The one metric replicate runs are pooled for: correct among scored rollouts.
+#: The one metric replicate runs are pooled for: correct among judged rollouts.
 REPLICATE_METRIC = "pass@1"
 
 #: The note of a comparison whose one-run side borrows the other side's run-level variance.
 BORROWED_NOTE = (
-    "validity: the {one}'s run-level variance is the {other}'s, measured from its {k} runs; "
+    "validity: the {one}'s run-level variance is the {other}'s, measured from its {n_runs} runs; "
     "this assumes both sides' endpoints carry the same run-level noise, which one {one} run "
     "cannot check (give --{one}-replicate runs to measure it)"
 )
@@ -104,7 +104,7 @@ class SideRuns:
 
 
 def _refuse_sequential(path: str, role: str) -> None:
-    from ._seqruns import sequential_design_of
+    from ._sequential_run import sequential_design_of
 
     if sequential_design_of(path) is not None:
         raise UsageError(
@@ -191,18 +191,18 @@ def _seed_once(path: str, seed: int | None, seen: dict[int, str], role: str) -> 
 
 
 def refuse_metric(metric: str, frames: Sequence[ProblemFrame]) -> None:
-    """``UsageError`` unless ``metric`` is pass@1 of correct/scored counts (what pools)."""
+    """``UsageError`` unless ``metric`` is pass@1 of correct/judged counts (what pools)."""
     if metric != REPLICATE_METRIC:
         raise UsageError(
             f"replicate runs (--baseline-replicate/--candidate-replicate) pool correct and "
-            f"scored rollouts, which gives {REPLICATE_METRIC}; --metric {metric} cannot be "
+            f"judged rollouts, which gives {REPLICATE_METRIC}; --metric {metric} cannot be "
             f"pooled over runs: compare {REPLICATE_METRIC}, or one run per side"
         )
     for fr in frames:
         key = fr.settings.get("score_key", "correct")
         if key not in (None, "correct"):
             raise UsageError(
-                f"{fr.source}: task {fr.task!r} scores {key!r}, not correct/scored rollouts; "
+                f"{fr.source}: task {fr.task!r} scores {key!r}, not correct/judged rollouts; "
                 "replicate runs pool correct counts only: compare one run per side"
             )
 
@@ -213,7 +213,7 @@ def refuse_metric(metric: str, frames: Sequence[ProblemFrame]) -> None:
 @dataclass(frozen=True)
 class PooledTask:
     """One task of a side pooled over its runs: the frame and the per-run count matrices
-    (``k x T``, columns in the frame's problem order)."""
+    (``n_runs x T``, columns in the frame's problem order)."""
 
     frame: ProblemFrame
     c: np.ndarray
@@ -221,7 +221,7 @@ class PooledTask:
 
 
 def pool_task(frames: Sequence[ProblemFrame]) -> PooledTask:
-    """Pool one task of a side's runs: per problem, correct and scored rollouts summed.
+    """Pool one task of a side's runs: per problem, correct and judged rollouts summed.
 
     The problems are those present in every run (sorted id order); a problem's content hash
     must agree across the runs (``UsageError`` otherwise). The pooled frame carries pass@1
@@ -299,11 +299,11 @@ class SideNoise:
     Attributes
     ----------
     n_runs : int
-        ``k``: the side's runs.
+        The side's runs.
     measured : RunNoise or None
-        :func:`rolleval.stats.run_noise` over the side's own runs (``k >= 2``), on the
-        compared problems every run of the side scored; None for one run, or when no
-        compared problem was scored by every run.
+        :func:`rolleval.stats.run_noise` over the side's own runs (``n_runs >= 2``), on the
+        compared problems every run of the side judged; None for one run, or when no
+        compared problem was judged in every run.
     variance : float or None
         ``v`` used for the side (None: none known).
     source : str or None
@@ -330,10 +330,10 @@ class SideNoise:
 class RunLevel:
     """A comparison's run-level variance from replicate runs (:meth:`ReplicateCounts.resolve`).
 
-    ``run_variance = v_baseline / k_baseline + v_candidate / k_candidate`` (0 when neither
+    ``run_variance = v_baseline / n_runs_baseline + v_candidate / n_runs_candidate`` (0 when neither
     side has a ``v``); ``run_variance_se`` its standard error as an estimate:
     ``sqrt(sum_m 2 a_m^2 S_m^4 / (k_m - 1))`` over the measured sides ``m``, with ``S_m^2``
-    the sample variance of their run means and ``a_m`` the sum of ``1/k`` over the sides
+    the sample variance of their run means and ``a_m`` the sum of ``1/n_runs`` over the sides
     using ``v_m`` (a file's ``v`` counts as known). ``notes`` say where each ``v`` comes
     from and what it assumes.
     """
@@ -359,14 +359,14 @@ class RunLevel:
             "candidate": self.candidate.to_dict(),
             "run_variance": self.run_variance,
             "run_variance_se": self.run_variance_se,
-            "formula": "v_baseline / k_baseline + v_candidate / k_candidate",
+            "formula": "v_baseline / n_runs_baseline + v_candidate / n_runs_candidate",
             "notes": list(self.notes),
         }
 
 
 @dataclass(frozen=True)
 class ReplicateCounts:
-    """Per-run counts of one task on both sides (``k x T`` each, columns in the pooled
+    """Per-run counts of one task on both sides (``n_runs x T`` each, columns in the pooled
     frames' problem order) and a run-noise file's ``v`` for the task (or None)."""
 
     c_baseline: np.ndarray
@@ -378,8 +378,8 @@ class ReplicateCounts:
     def resolve(self, pos_baseline: np.ndarray, pos_candidate: np.ndarray) -> RunLevel:
         """The run-level variance of the effect over the aligned problems.
 
-        ``v`` of a side with ``k >= 2`` runs is ``run_noise`` over the compared problems
-        (scored on both sides) that every run of the side scored. A side of one run takes
+        ``v`` of a side with ``n_runs >= 2`` runs is ``run_noise`` over the compared problems
+        (judged on both sides) that every run of the side judged. A side of one run takes
         the run-noise file's ``v`` when given, else the other side's measured ``v``.
         """
         pb, pc = np.asarray(pos_baseline, int), np.asarray(pos_candidate, int)
@@ -388,21 +388,21 @@ class ReplicateCounts:
             "baseline": _measure(self.c_baseline[:, pb], self.n_baseline[:, pb], compared),
             "candidate": _measure(self.c_candidate[:, pc], self.n_candidate[:, pc], compared),
         }
-        k = {"baseline": len(self.n_baseline), "candidate": len(self.n_candidate)}
+        n_runs = {"baseline": len(self.n_baseline), "candidate": len(self.n_candidate)}
         sides: dict[str, SideNoise] = {}
         for role, other in (("baseline", "candidate"), ("candidate", "baseline")):
             m = own[role]
             if m is not None:
-                sides[role] = SideNoise(k[role], m, m.run_variance, "own replicates")
+                sides[role] = SideNoise(n_runs[role], m, m.run_variance, "own replicates")
             elif self.file_variance is not None:
-                sides[role] = SideNoise(k[role], None, self.file_variance, "run-noise file")
+                sides[role] = SideNoise(n_runs[role], None, self.file_variance, "run-noise file")
             elif own[other] is not None:
                 src: Source = (
                     "baseline replicates" if other == "baseline" else "candidate replicates"
                 )
-                sides[role] = SideNoise(k[role], None, own[other].run_variance, src)  # type: ignore[union-attr]
+                sides[role] = SideNoise(n_runs[role], None, own[other].run_variance, src)  # type: ignore[union-attr]
             else:
-                sides[role] = SideNoise(k[role], None, None, None)
+                sides[role] = SideNoise(n_runs[role], None, None, None)
         b, c = sides["baseline"], sides["candidate"]
         rv = 0.0
         if b.variance is not None and c.variance is not None:
@@ -429,12 +429,12 @@ def _estimate_se(sides: dict[str, SideNoise]) -> float:
 
 
 def run_variance_se(parts: Sequence[tuple[float, float, int]]) -> float:
-    """``sqrt(sum_m 2 (a_m S_m^2)^2 / (k_m - 1))`` over measured sides ``(a_m, S_m^2, k_m)``:
+    """``sqrt(sum_m 2 (a_m S_m^2)^2 / (r_m - 1))`` over measured sides ``(a_m, S_m^2, r_m)``:
     the standard error of ``run_variance = sum_m a_m v_m`` when ``S_m^2``, the sample
-    variance of ``k_m`` run means, is the estimate's random part (``Var(S^2) = 2 sigma^4 /
-    (k - 1)`` for normal run means; the binomial part is treated as known). ``a_m`` is the
-    sum of ``1/k`` over the sides using side ``m``'s ``v``."""
-    total = sum(2.0 * (a * s2) ** 2 / (k - 1) for a, s2, k in parts)
+    variance of ``r_m`` run means, is the estimate's random part (``Var(S^2) = 2 sigma^4 /
+    (r - 1)`` for normal run means; the binomial part is treated as known). ``a_m`` is the
+    sum of ``1/r`` over the sides using side ``m``'s ``v`` (``r``: a side's runs)."""
+    total = sum(2.0 * (a * s2) ** 2 / (n_runs - 1) for a, s2, n_runs in parts)
     return float(total**0.5)
 
 
@@ -456,13 +456,15 @@ def _notes(b: SideNoise, c: SideNoise, rv: float, file_given: bool) -> list[str]
         ]
     notes = [
         "interval and p-value include the run-level variance of the effect "
-        f"v_baseline/k_baseline + v_candidate/k_candidate = {parts}"
+        f"v_baseline/n_runs_baseline + v_candidate/n_runs_candidate = {parts}"
     ]
     for side, other in ((b, c), (c, b)):
         if side.source in ("baseline replicates", "candidate replicates"):
             one = "candidate" if side is c else "baseline"
             notes.append(
-                BORROWED_NOTE.format(one=one, other=str(side.source).split()[0], k=other.n_runs)
+                BORROWED_NOTE.format(
+                    one=one, other=str(side.source).split()[0], n_runs=other.n_runs
+                )
             )
         elif side.source == "run-noise file":
             one = "candidate" if side is c else "baseline"

@@ -1,6 +1,6 @@
 """The verdict words of a paired comparison and the decision rule that picks one.
 
-A leaf module: :mod:`._paired` (one comparison) and :mod:`._verdict` (Holm and the gate)
+A leaf module: :mod:`._paired` (one comparison) and :mod:`._holm` (Holm and the gate)
 both import from here, and it imports neither, so the two never import each other.
 """
 
@@ -44,7 +44,7 @@ value                           exit  meaning
 ``inconclusive``                3     the interval reaches a drop beyond the threshold,
                                       or it is wider than the band without significance
 ``significant_below_threshold`` 0     a significant change smaller than the threshold
-``equivalent_within_threshold`` 0     not significant, interval inside (-tau, +tau), and
+``equivalent_within_threshold`` 0     not significant, interval inside (-threshold, +threshold), and
                                       the sample can bound the difference
 ==============================  ====  ==================================================
 """
@@ -156,19 +156,18 @@ def _decide(
     this size is at most the threshold); an interval inside the band that lacks either
     gives ``insufficient_evidence``.
     """
-    tau = threshold
     lo = ci_low if bound_low is None else min(ci_low, bound_low)
     hi = ci_high if bound_high is None else max(ci_high, bound_high)
     if significant:
-        if _at_most(effect, -tau):
+        if _at_most(effect, -threshold):
             return "regression"
-        if _at_most(tau, effect):
+        if _at_most(threshold, effect):
             return "improvement"
-        if _at_most(lo, -tau):
+        if _at_most(lo, -threshold):
             return "inconclusive"
         return "significant_below_threshold"
-    if _below(-tau, ci_low) and _below(ci_high, tau):
-        if _below(-tau, lo) and _below(hi, tau) and mde_ok:
+    if _below(-threshold, ci_low) and _below(ci_high, threshold):
+        if _below(-threshold, lo) and _below(hi, threshold) and mde_ok:
             return "equivalent_within_threshold"
         return "insufficient_evidence"
     return "inconclusive"

@@ -7,11 +7,11 @@ The comparison planned for is ``rolleval compare`` with the endpoint's run-level
   ``V / T + 2 v`` and compare treats ``v`` as known (normal reference);
 * ``K >= 2`` replicate runs per side (``--baseline-replicate``/``--candidate-replicate``):
   each side's rollouts pool over its ``K`` runs, so the problem part is
-  ``(omega2 + sigma2_baseline/(K k_baseline) + sigma2_candidate/(K k_candidate)) / T``, the run
+  ``(omega2 + sigma2_baseline/(K n_rollouts_baseline) + sigma2_candidate/(K n_rollouts_candidate)) / T``, the run
   part ``2 v / K``, and compare estimates ``v`` from each side's ``K`` runs: a Student t
   reference with Satterthwaite degrees of freedom
-  (:func:`rolleval.stats._runlevel.satterthwaite_df`, ``run_variance_se`` from the expected
-  variance of a run mean ``S^2 = v + sigma2/(k T)``, :func:`._replicates.run_variance_se`).
+  (:func:`rolleval.stats._run_noise.satterthwaite_df`, ``run_variance_se`` from the expected
+  variance of a run mean ``S^2 = v + sigma2/(n T)``, :func:`._replicates.run_variance_se`).
 
 Power is :func:`rolleval.stats.regression_power` with that ``df``; sizes are the smallest
 integers whose power reaches the target (doubling, then bisection).
@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ..stats import regression_power
-from ..stats._runlevel import satterthwaite_df
+from ..stats._run_noise import satterthwaite_df
 from ._replicates import run_variance_se
 
 if TYPE_CHECKING:
@@ -58,16 +58,16 @@ class RunLevelDesign:
 
     def se_df(self, problems: int, kw: dict[str, float]) -> tuple[float, float, float]:
         """``(se_total, df, run_variance)`` of the effect at ``problems`` problems with the
-        variance components ``kw`` (rollouts per problem ``k_baseline``, ``k_candidate``
+        variance components ``kw`` (rollouts per problem ``n_rollouts_baseline``, ``n_rollouts_candidate``
         per run)."""
-        k = self.runs_per_side
+        runs = self.runs_per_side
         sb, sc = kw["sigma2_baseline"], kw["sigma2_candidate"]
-        kb, kc = kw["k_baseline"], kw["k_candidate"]
-        se2 = (kw["omega2"] + sb / (k * kb) + sc / (k * kc)) / problems
-        rv = 2.0 * self.v / k
-        if k == 1:
+        nb, nc = kw["n_rollouts_baseline"], kw["n_rollouts_candidate"]
+        se2 = (kw["omega2"] + sb / (runs * nb) + sc / (runs * nc)) / problems
+        rv = 2.0 * self.v / runs
+        if runs == 1:
             return math.sqrt(se2 + rv), math.inf, rv
-        parts = [(1.0 / k, self.v + s / (kk * problems), k) for s, kk in ((sb, kb), (sc, kc))]
+        parts = [(1.0 / runs, self.v + s / (n * problems), runs) for s, n in ((sb, nb), (sc, nc))]
         df = satterthwaite_df(math.sqrt(se2), rv, run_variance_se(parts), problems)
         return math.sqrt(se2 + rv), df, rv
 
@@ -110,10 +110,10 @@ def _smallest(ok: Callable[[int], bool], low: int = 2) -> int | None:
 def _runs_needed(design: RunLevelDesign, kw: dict[str, float], target: PlanOptions) -> int | None:
     """The fewest replicate runs per side at which some number of problems reaches the
     power (None: not within :data:`_MAX_RUNS`)."""
-    for k in range(max(2, design.runs_per_side + 1), _MAX_RUNS + 1):
-        wider = replace(design, runs_per_side=k)
+    for runs in range(max(2, design.runs_per_side + 1), _MAX_RUNS + 1):
+        wider = replace(design, runs_per_side=runs)
         if wider.power(_CAP, kw, target, target.threshold) >= target.power:
-            return k
+            return runs
     return None
 
 
@@ -132,7 +132,7 @@ def run_level_sizes(
         return design.mde(t, kw, target) <= target.threshold
 
     def by_rollouts(r: int) -> bool:
-        at = {**kw, "k_baseline": float(r), "k_candidate": float(r)}
+        at = {**kw, "n_rollouts_baseline": float(r), "n_rollouts_candidate": float(r)}
         return design.power(problems, at, target, target.threshold) >= goal
 
     required = _smallest(reach(target.threshold))
@@ -195,15 +195,15 @@ def _method(design: RunLevelDesign, df: float) -> str:
 
 def _unreachable(design: RunLevelDesign, kw: dict[str, float], target: PlanOptions) -> str:
     """Why no number of problems reaches the power, and the runs per side that would."""
-    k = design.runs_per_side
-    runs = _runs_needed(design, kw, target)
+    have = design.runs_per_side
+    needed = _runs_needed(design, kw, target)
     more = (
-        f"at least {runs} replicate runs per side (--runs-per-side {runs}) reach it"
-        if runs is not None
+        f"at least {needed} replicate runs per side (--runs-per-side {needed}) reach it"
+        if needed is not None
         else f"not even {_MAX_RUNS} runs per side reach it"
     )
     return (
-        f"the run-level variance of the effect (2 v / {k} = {2 * design.v / k:.3g}) alone keeps "
-        f"the power for the regression verdict below {target.power:g} with {k} run"
-        f"{'s' if k > 1 else ''} per side, whatever the number of problems; {more}"
+        f"the run-level variance of the effect (2 v / {have} = {2 * design.v / have:.3g}) alone "
+        f"keeps the power for the regression verdict below {target.power:g} with {have} run"
+        f"{'s' if have > 1 else ''} per side, whatever the number of problems; {more}"
     )

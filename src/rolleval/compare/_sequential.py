@@ -4,7 +4,7 @@ Pure functions. A sequential run (``rolleval run --until-decided``) looks after 
 at the hedged betting confidence sequence (:func:`rolleval.stats.betting_cs`) of the mean
 paired difference ``d = candidate rate - baseline rate`` in ``[-1, 1]`` and stops at the
 first look where the rule gives a verdict: a pass (exit 0) that no later look can undo, a
-regression (the sequence excludes 0 and the effect is at most ``-tau``, as in compare), or
+regression (the sequence excludes 0 and the effect is at most ``-threshold``, as in compare), or
 the budget spent. ``docs/contract.md``, "Sequential comparison", states the rule and its
 error guarantees.
 """
@@ -67,61 +67,61 @@ def sequential_verdict(
     ``d`` and ``effect``, the mean of ``d`` over the problems seen (what compare reports).
 
     The fixed design's words, with the sequence in place of the fixed-sample interval
-    ("significant" = the sequence excludes 0). With ``tau = threshold``, in this order:
+    ("significant" = the sequence excludes 0). With ``threshold`` in the metric's units, in this order:
 
-    ==========================================  ===============================  ====
-    at this look                                verdict (stop)                   exit
-    ==========================================  ===============================  ====
-    ``upper <= 0`` and ``lower >= -tau``        ``significant_below_threshold``  0
-    ``upper <= 0`` and ``effect <= -tau``       ``regression``                   1
-    ``lower >= 0``                              ``improvement`` if ``effect >=   0
-                                                tau``, else
-                                                ``significant_below_threshold``
-    ``-tau <= lower`` and ``upper <= tau``      ``equivalent_within_threshold``  0
-    otherwise, budget spent                     ``inconclusive``                 3
-    otherwise                                   (none: look again)
-    ==========================================  ===============================  ====
+    ==================================================  ===============================  ====
+    at this look                                        verdict (stop)                   exit
+    ==================================================  ===============================  ====
+    ``upper <= 0`` and ``lower >= -threshold``          ``significant_below_threshold``  0
+    ``upper <= 0`` and ``effect <= -threshold``         ``regression``                   1
+    ``lower >= 0``                                      ``improvement`` if ``effect >=   0
+                                                        threshold``, else
+                                                        ``significant_below_threshold``
+    ``-threshold <= lower`` and ``upper <= threshold``  ``equivalent_within_threshold``  0
+    otherwise, budget spent                             ``inconclusive``                 3
+    otherwise                                           (none: look again)
+    ==================================================  ===============================  ====
 
-    An exit 0 at any look needs the sequence to exclude every drop of ``tau`` or more, and a
-    regression needs it to exclude 0: so a true drop of at least ``tau`` passes, and a
+    An exit 0 at any look needs the sequence to exclude every drop of ``threshold`` or more, and a
+    regression needs it to exclude 0: so a true drop of at least ``threshold`` passes, and a
     candidate no worse than BASE is called a regression, each with probability at most
     ``alpha / 2``, whenever the run stops (the sequence is time-uniform). A drop established
-    but possibly below ``tau`` with an estimate above ``-tau`` keeps the run going (the fixed
-    design's "significant, interval reaches -tau": inconclusive).
+    but possibly below ``threshold`` with an estimate above ``-threshold`` keeps the run going (the fixed
+    design's "significant, interval reaches -threshold": inconclusive).
     """
-    tau = float(threshold)
+    threshold = float(threshold)
     if upper <= 0.0:
-        if lower >= -tau:
+        if lower >= -threshold:
             return SequentialDecision(
                 "significant_below_threshold",
                 True,
-                f"the sequence lies inside (-{tau:g}, 0): a drop smaller than {tau:g} is established",
+                f"the sequence lies inside (-{threshold:g}, 0): a drop smaller than {threshold:g} is established",
             )
-        if _at_most(effect, -tau):
+        if _at_most(effect, -threshold):
             return SequentialDecision(
                 "regression",
                 True,
-                f"the sequence excludes 0 and the effect {effect:+.4f} is at most -{tau:g}",
+                f"the sequence excludes 0 and the effect {effect:+.4f} is at most -{threshold:g}",
             )
     elif lower >= 0.0:
         word: ComparisonVerdict = (
-            "improvement" if _at_most(tau, effect) else "significant_below_threshold"
+            "improvement" if _at_most(threshold, effect) else "significant_below_threshold"
         )
         return SequentialDecision(
             word, True, f"the sequence lies above 0 (effect {effect:+.4f}): no later look can block"
         )
-    elif -tau <= lower and upper <= tau and tau > 0:
+    elif -threshold <= lower and upper <= threshold and threshold > 0:
         return SequentialDecision(
             "equivalent_within_threshold",
             True,
-            f"the sequence lies inside (-{tau:g}, +{tau:g}) and includes 0",
+            f"the sequence lies inside (-{threshold:g}, +{threshold:g}) and includes 0",
         )
     if spent:
         why = (
-            f"a drop is established but the sequence still reaches -{tau:g} and the effect "
+            f"a drop is established but the sequence still reaches -{threshold:g} and the effect "
             f"{effect:+.4f} is above it"
             if upper <= 0.0
-            else f"the sequence still reaches a drop of {tau:g} or more"
+            else f"the sequence still reaches a drop of {threshold:g} or more"
         )
         return SequentialDecision("inconclusive", True, f"budget spent: {why}")
     return SequentialDecision(None, False, "not settled: look again")
@@ -158,7 +158,7 @@ def first_decision(
 
     Equal to applying :func:`sequential_verdict` to :func:`rolleval.stats.betting_cs` and
     the running mean at every look, because the rule only asks where the interval lies
-    relative to ``-tau``, ``0`` and ``tau``: the null ``m`` is below the running-intersection interval at look
+    relative to ``-threshold``, ``0`` and ``threshold``: the null ``m`` is below the running-intersection interval at look
     ``t`` exactly when ``log K+_s(m) >= log(2/alpha)`` for some look ``s <= t``, and above
     it when ``log K-_s(m)`` is (:func:`rolleval.stats.betting_capital`). Used by the
     planner and the calibration; tested against the interval form.
@@ -166,24 +166,24 @@ def first_decision(
     values = np.asarray(d, dtype=np.float64)
     n = values.size
     at = np.arange(1, n + 1) if looks is None else np.asarray(looks, dtype=np.int64)
-    tau = float(threshold)
+    threshold = float(threshold)
     means = np.cumsum(values)[at - 1] / at
     below: dict[float, np.ndarray] = {}
     above: dict[float, np.ndarray] = {}
-    for m in (-tau, 0.0, tau):
+    for m in (-threshold, 0.0, threshold):
         cap = betting_capital(values, m, alpha=alpha)
         thr = cap.log_threshold
         below[m] = np.maximum.accumulate(cap.log_positive[at - 1] >= thr)
         above[m] = np.maximum.accumulate(cap.log_negative[at - 1] >= thr)
-    points = (-tau, 0.0, tau)
+    points = (-threshold, 0.0, threshold)
     for j, t in enumerate(at.tolist()):
         # Pseudo-bounds: a null rejected from below is at or under the lower bound, one
         # rejected from above at or over the upper; where the interval lies relative to
-        # -tau, 0 and tau is all the rule reads, so these give the interval's verdict.
+        # -threshold, 0 and threshold is all the rule reads, so these give the interval's verdict.
         lower = max([m for m in points if below[m][j]], default=-1.0)
         upper = min([m for m in points if above[m][j]], default=1.0)
         decision = sequential_verdict(
-            lower, upper, effect=float(means[j]), threshold=tau, spent=t == n
+            lower, upper, effect=float(means[j]), threshold=threshold, spent=t == n
         )
         if decision.settled:
             assert decision.verdict is not None

@@ -161,8 +161,8 @@ class DriftPlanning:
     With ``m`` and ``s`` the mean and standard deviation (``ddof=1``) of the per-text means
     over ``n`` texts, and the verdict's interval approximated by ``m +- z_{alpha/2} s /
     sqrt(n)`` (``alpha = 1 - confidence_level``): if the true mean is ``m``, the interval
-    clears the threshold ``tau`` on ``m``'s side with probability ``power`` from
-    ``texts_needed = ceil(((z_{alpha/2} + z_power) s / |m - tau|)^2)`` texts (at least 2).
+    clears the threshold ``threshold`` on ``m``'s side with probability ``power`` from
+    ``texts_needed = ceil(((z_{alpha/2} + z_power) s / |m - threshold|)^2)`` texts (at least 2).
     A normal approximation (the bootstrap interval is narrower at small n), planning only.
     """
 

@@ -1,7 +1,7 @@
 """Grading: what a grader made of each rollout of a problem.
 
 A grader (:class:`Grader`) judges all rollouts of one problem at once and returns one
-:class:`Verdict` per rollout: the extracted answer, whether it is correct, and the maj@n
+:class:`Judgement` per rollout: the extracted answer, whether it is correct, and the maj@n
 answer cluster it belongs to (labelled by the lowest rollout index of the cluster).
 Graders are built from JSON specs by :func:`make_grader`:
 
@@ -13,7 +13,7 @@ Graders are built from JSON specs by :func:`make_grader`:
 
 Before any grader sees a text, :func:`split_thought` keeps a reasoning model's thought
 apart from its answer (the task's thinking delimiters); a rollout with no answer gets
-:data:`NO_ANSWER` without being graded (:func:`grading_inputs`, :func:`verdict_of`).
+:data:`NO_ANSWER` without being graded (:func:`grading_inputs`, :func:`judgement_of`).
 
 :func:`grade_problems` grades a batch (in worker processes for the math grader, with a
 per-problem timeout); :class:`GradingPool` does the same one problem at a time, returning
@@ -21,13 +21,13 @@ futures, for a runner that grades as rollouts arrive.
 """
 
 from .._public import publish
-from ._base import Grader, Verdict, grading_reference
 from ._code import CodeGrader, extract_code
-from ._judge import JudgeGrader, parse_judge_verdict
+from ._judge import JudgeGrader, parse_judge_reply
 from ._loglik import LoglikGrader, score_options
 from ._math import MATH_EXTRACTORS, MathGrader
 from ._mcq import McqGrader, extract_choice
 from ._pool import GradingPool, default_workers, grade_problems
+from ._protocol import Grader, Judgement, grading_reference
 from ._qa import QaGrader, drop_metrics, squad_metrics
 from ._registry import GRADER_TYPES, grader_versions, make_grader
 from ._short import ShortAnswerGrader, normalize_short_answer
@@ -36,10 +36,10 @@ from ._thought import (
     ThoughtSplit,
     check_thinking,
     grading_inputs,
+    judgement_of,
     split_thought,
     thinking_of,
     thought_and_answer,
-    verdict_of,
 )
 
 __all__ = [
@@ -50,13 +50,13 @@ __all__ = [
     "Grader",
     "GradingPool",
     "JudgeGrader",
+    "Judgement",
     "LoglikGrader",
     "MathGrader",
     "McqGrader",
     "QaGrader",
     "ShortAnswerGrader",
     "ThoughtSplit",
-    "Verdict",
     "check_thinking",
     "default_workers",
     "drop_metrics",
@@ -66,15 +66,15 @@ __all__ = [
     "grader_versions",
     "grading_inputs",
     "grading_reference",
+    "judgement_of",
     "make_grader",
     "normalize_short_answer",
-    "parse_judge_verdict",
+    "parse_judge_reply",
     "score_options",
     "split_thought",
     "squad_metrics",
     "thinking_of",
     "thought_and_answer",
-    "verdict_of",
 ]
 
 publish(__name__, globals(), __all__)

@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ..errors import UsageError
-from ._base import (
+from ._protocol import (
     BadReferenceError,
     Grader,
-    Verdict,
+    Judgement,
     check_rollouts,
     check_spec_keys,
     failed_all,
@@ -88,7 +88,7 @@ class CodeGrader(Grader):
         run. HumanEval has one snippet (its ``check`` function called on the
         entry point), MBPP one per ``assert``.
 
-    Verdict
+    Judgement
         ``extracted`` is the program (:func:`extract_code`); ``correct`` means every snippet
         passed. ``metrics`` holds ``tests_run`` and ``tests_passed`` (snippets) when the
         program ran; ``judge_raw`` is a JSON summary with ``failure``: ``null``,
@@ -117,7 +117,7 @@ class CodeGrader(Grader):
     wall clock allows ``3 * timeout_s + 5`` seconds, for waits and a busy machine),
     ``memory_mb`` (address space, 1024), ``processes`` (32). Up to :data:`PARALLEL`
     executions of one problem run at once (not part of the spec: it does not change
-    verdicts).
+    judgements).
     """
 
     id: ClassVar[str] = "code"
@@ -177,21 +177,21 @@ class CodeGrader(Grader):
 
     def grade_problem(
         self, reference: str | Sequence[str], rollouts: Sequence[tuple[int, str]]
-    ) -> dict[int, Verdict]:
+    ) -> dict[int, Judgement]:
         """Run every rollout's program against the tests (rules in the class docstring)."""
         ordered = check_rollouts(rollouts)
         try:
             tests = reference_aliases(reference)
         except BadReferenceError as exc:
             return failed_all(ordered, f"reference unusable: {exc}", self.extract)
-        verdicts: dict[int, Verdict] = {}
+        judgements: dict[int, Judgement] = {}
         programs: dict[str, list[int]] = {}
         code_of: dict[int, str] = {}
         for index, text in ordered:
             code = self.extract(text)
             if code is None:
                 raw = json.dumps({"failure": "no_code"})
-                verdicts[index] = Verdict(None, False, None, judge_raw=raw)
+                judgements[index] = Judgement(None, False, None, judge_raw=raw)
                 continue
             code_of[index] = code
             programs.setdefault(_canonical(code), []).append(index)
@@ -205,19 +205,19 @@ class CodeGrader(Grader):
         for key, outcome in zip(keys, outcomes, strict=True):
             label = programs[key][0]
             for index in programs[key]:
-                verdicts[index] = self._verdict(code_of[index], label, outcome)
-        return verdicts
+                judgements[index] = self._judgement(code_of[index], label, outcome)
+        return judgements
 
     @staticmethod
-    def _verdict(code: str, label: int, outcome: ExecOutcome) -> Verdict:
+    def _judgement(code: str, label: int, outcome: ExecOutcome) -> Judgement:
         if outcome.failure == "sandbox":
-            return Verdict.failed(f"sandbox: {outcome.message}", extracted=code)
+            return Judgement.failed(f"sandbox: {outcome.message}", extracted=code)
         metrics: dict[str, float] = {}
         if outcome.tests_run is not None:
             metrics["tests_run"] = float(outcome.tests_run)
         if outcome.tests_passed is not None:
             metrics["tests_passed"] = float(outcome.tests_passed)
-        return Verdict(
+        return Judgement(
             extracted=code,
             correct=outcome.passed,
             cluster=label,

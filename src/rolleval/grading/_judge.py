@@ -5,11 +5,11 @@ with ``{question}``, ``{reference}`` and ``{answer}`` replaced (the problem's la
 message, the gold answer(s) joined by `` | ``, the rollout's text stripped), and must reply
 with a line ``VERDICT: CORRECT`` or ``VERDICT: INCORRECT`` (the last such line counts).
 
-* ``correct``: the judge's verdict; ``extracted``: the stripped answer (``None`` for an
+* ``correct``: the judge's decision; ``extracted``: the stripped answer (``None`` for an
   empty reply, which is wrong without asking the judge); clusters group identical answers.
 * ``judge_raw``: the judge's full reply. ``grader_usage``: the judge's token usage, which
   ``profile.json`` sums apart from the candidate's (``grader_tokens``).
-* A judge failure (connection, HTTP error after retries, a reply without a verdict) is a
+* A judge failure (connection, HTTP error after retries, a reply without a ``VERDICT:`` line) is a
   grader error, never a wrong answer.
 * The judge's model, prompt and sampling (temperature, max_tokens) are part of the
   grader's version, so ``grader_identity`` changes with them and ``compare`` refuses to
@@ -28,15 +28,15 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
 from ..errors import UsageError
-from ._base import (
+from ._protocol import (
     Grader,
-    Verdict,
+    Judgement,
     check_rollouts,
     check_spec_keys,
     describe_exception,
 )
 
-__all__ = ["DEFAULT_JUDGE_PROMPT", "JudgeGrader", "parse_judge_verdict"]
+__all__ = ["DEFAULT_JUDGE_PROMPT", "JudgeGrader", "parse_judge_reply"]
 
 DEFAULT_JUDGE_PROMPT = (
     "You are grading an answer to a question against the reference answer.\n\n"
@@ -46,19 +46,19 @@ DEFAULT_JUDGE_PROMPT = (
     "line: VERDICT: CORRECT or VERDICT: INCORRECT."
 )
 _LOGIC_VERSION = "1"
-_VERDICT = re.compile(r"VERDICT\s*:\s*\**\s*(CORRECT|INCORRECT)\b", re.IGNORECASE)
+_DECISION_LINE = re.compile(r"VERDICT\s*:\s*\**\s*(CORRECT|INCORRECT)\b", re.IGNORECASE)
 _RETRYABLE = {408, 409, 429, 500, 502, 503, 504}
 
 
-def parse_judge_verdict(reply: str) -> bool | None:
+def parse_judge_reply(reply: str) -> bool | None:
     """``True``/``False`` from the last ``VERDICT: CORRECT|INCORRECT`` in ``reply``; ``None``
     when there is none."""
-    found = _VERDICT.findall(reply or "")
+    found = _DECISION_LINE.findall(reply or "")
     return None if not found else found[-1].upper() == "CORRECT"
 
 
 class JudgeError(Exception):
-    """The judge could not give a verdict (the reply, when there is one, is kept)."""
+    """The judge could not decide (the reply, when there is one, is kept)."""
 
     def __init__(self, message: str, reply: str | None = None, usage: dict[str, int] | None = None):
         super().__init__(message)
@@ -166,7 +166,7 @@ class JudgeGrader(Grader):
         )
 
     def ask(self, message: str) -> tuple[bool, str, dict[str, int] | None]:
-        """``(verdict, reply, usage)`` from the judge; :class:`JudgeError` when it fails."""
+        """``(correct, reply, usage)`` from the judge; :class:`JudgeError` when it fails."""
         import httpx
 
         headers = {}
@@ -214,17 +214,17 @@ class JudgeGrader(Grader):
                     for k in ("prompt_tokens", "completion_tokens")
                     if isinstance(raw_usage.get(k), int) and not isinstance(raw_usage.get(k), bool)
                 }
-            verdict = parse_judge_verdict(reply)
-            if verdict is None:
+            correct = parse_judge_reply(reply)
+            if correct is None:
                 raise JudgeError(
                     "judge reply has no 'VERDICT: CORRECT|INCORRECT' line", reply, usage
                 )
-            return verdict, reply, usage
+            return correct, reply, usage
         raise JudgeError(error)
 
     def grade_problem(
         self, reference: Any, rollouts: Sequence[tuple[int, str]]
-    ) -> dict[int, Verdict]:
+    ) -> dict[int, Judgement]:
         """Judge every rollout (concurrently, up to 8 at a time). ``reference`` is
         ``{"question": ..., "reference": ...}`` (the runner passes the question to graders
         with ``wants_question``) or the bare gold answer (the question is then empty)."""
@@ -246,17 +246,17 @@ class JudgeGrader(Grader):
 
         with ThreadPoolExecutor(max_workers=max(1, min(8, len(asked)))) as ex:
             results = dict(zip(asked, ex.map(one, asked), strict=True))
-        verdicts: dict[int, Verdict] = {}
+        judgements: dict[int, Judgement] = {}
         labels: dict[str, int] = {}
         for index, _text in ordered:
             answer = answers[index]
             if answer is None:
-                verdicts[index] = Verdict(extracted=None, correct=False, cluster=None)
+                judgements[index] = Judgement(extracted=None, correct=False, cluster=None)
                 continue
             kind, *rest = results[index]
             if kind == "error":
                 message, reply, usage = rest
-                verdicts[index] = Verdict(
+                judgements[index] = Judgement(
                     extracted=answer,
                     correct=None,
                     cluster=None,
@@ -265,12 +265,12 @@ class JudgeGrader(Grader):
                     grader_usage=usage,
                 )
                 continue
-            verdict, reply, usage = rest
-            verdicts[index] = Verdict(
+            correct, reply, usage = rest
+            judgements[index] = Judgement(
                 extracted=answer,
-                correct=verdict,
+                correct=correct,
                 cluster=labels.setdefault(answer, index),
                 judge_raw=reply,
                 grader_usage=usage,
             )
-        return verdicts
+        return judgements

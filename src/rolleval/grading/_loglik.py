@@ -6,7 +6,7 @@ option's continuation given its context, its token and character counts). The gr
 receives them as a JSON list (:meth:`~rolleval.records.RolloutRecord.grader_input`) and
 the gold option's text as the reference.
 
-Verdict
+Judgement
     ``correct`` (acc): the option with the highest summed log-prob is a gold option.
     ``metrics``:
 
@@ -31,10 +31,10 @@ from typing import Any, ClassVar
 import orjson
 
 from ..errors import UsageError
-from ._base import (
+from ._protocol import (
     BadReferenceError,
     Grader,
-    Verdict,
+    Judgement,
     check_rollouts,
     check_spec_keys,
     describe_exception,
@@ -63,7 +63,7 @@ def score_options(
 
     ``options`` are :class:`~rolleval.records.OptionScore` dicts in option order; the gold
     options are those whose ``text`` equals ``gold_text``. Raises
-    :class:`~rolleval.grading._base.BadReferenceError` when no option (or every option) is
+    :class:`~rolleval.grading._protocol.BadReferenceError` when no option (or every option) is
     gold, ``ValueError`` for unusable scores.
     """
     if normalisation not in NORMALISATIONS:
@@ -133,12 +133,12 @@ class LoglikGrader(Grader):
 
     def grade_problem(
         self, reference: str | Sequence[str], rollouts: Sequence[tuple[int, str]]
-    ) -> dict[int, Verdict]:
+    ) -> dict[int, Judgement]:
         """Judge every rollout of one problem (rules in the module docstring)."""
         ordered = check_rollouts(rollouts)
         if not isinstance(reference, str):
             return failed_all(ordered, "reference unusable: the gold option must be one string")
-        verdicts: dict[int, Verdict] = {}
+        judgements: dict[int, Judgement] = {}
         labels: dict[int, int] = {}
         for index, text in ordered:
             try:
@@ -147,14 +147,14 @@ class LoglikGrader(Grader):
                     options, reference, self.normalisation
                 )
             except (BadReferenceError, ValueError, TypeError) as exc:
-                verdicts[index] = Verdict.failed(describe_exception(exc))
+                judgements[index] = Judgement.failed(describe_exception(exc))
                 continue
             extracted = str(options[choice]["text"]) or None
             cluster = labels.setdefault(choice, index) if extracted is not None else None
-            verdicts[index] = Verdict(
+            judgements[index] = Judgement(
                 extracted=extracted,
                 correct=acc,
                 cluster=cluster,
                 metrics={"acc_norm": float(acc_norm), "logprob_margin": margin},
             )
-        return verdicts
+        return judgements

@@ -13,24 +13,24 @@ from importlib import metadata
 from typing import Any, ClassVar
 
 from ..errors import MissingDependencyError, UsageError
-from ._base import (
+from ._extract import EXTRACTORS
+from ._protocol import (
     BadReferenceError,
     Grader,
-    Verdict,
+    Judgement,
     check_rollouts,
     check_spec_keys,
     describe_exception,
     failed_all,
     reference_aliases,
 )
-from ._extract import EXTRACTORS
 
 __all__ = ["MATH_EXTRACTORS", "MathGrader"]
 
 #: Extractor names accepted by the math grader, in their default order.
 MATH_EXTRACTORS: tuple[str, ...] = tuple(EXTRACTORS)
 
-#: Bump when a change of this module can change a verdict.
+#: Bump when a change of this module can change a judgement.
 _LOGIC_VERSION = "1"
 #: math-verify's own per-operation timeouts (whole seconds: it uses ``signal.alarm``).
 _PARSE_TIMEOUT_S = 5
@@ -209,7 +209,7 @@ class MathGrader(Grader):
 
     def grade_problem(
         self, reference: str | Sequence[str], rollouts: Sequence[tuple[int, str]]
-    ) -> dict[int, Verdict]:
+    ) -> dict[int, Judgement]:
         """Judge every rollout of one problem (rules in the class docstring)."""
         ordered = check_rollouts(rollouts)
         if not ordered:
@@ -225,26 +225,30 @@ class MathGrader(Grader):
         except (BadReferenceError, _Failure) as exc:
             return failed_all(ordered, f"reference unusable: {exc}", self.extract)
 
-        verdicts: dict[int, Verdict] = {}
+        judgements: dict[int, Judgement] = {}
         judged: dict[str, tuple[int, bool] | str] = {}  # answer -> (cluster, correct) | error
         representatives: list[tuple[int, list[Any]]] = []
         for index, text in ordered:
             try:
                 answer = self.extract(text)
             except Exception as exc:
-                verdicts[index] = Verdict.failed(f"extraction failed: {describe_exception(exc)}")
+                judgements[index] = Judgement.failed(
+                    f"extraction failed: {describe_exception(exc)}"
+                )
                 continue
             if answer is None:
-                verdicts[index] = Verdict(extracted=None, correct=False, cluster=None)
+                judgements[index] = Judgement(extracted=None, correct=False, cluster=None)
                 continue
             if answer not in judged:
                 judged[answer] = self._judge(mv, answer, index, golds, representatives)
             outcome = judged[answer]
             if isinstance(outcome, str):
-                verdicts[index] = Verdict.failed(outcome, extracted=answer)
+                judgements[index] = Judgement.failed(outcome, extracted=answer)
             else:
-                verdicts[index] = Verdict(extracted=answer, correct=outcome[1], cluster=outcome[0])
-        return verdicts
+                judgements[index] = Judgement(
+                    extracted=answer, correct=outcome[1], cluster=outcome[0]
+                )
+        return judgements
 
     @staticmethod
     def _parse_gold(mv: _MathVerify, alias: str) -> list[Any]:

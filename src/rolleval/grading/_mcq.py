@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from ..errors import UsageError
-from ._base import (
+from ._protocol import (
     BadReferenceError,
     Grader,
-    Verdict,
+    Judgement,
     check_rollouts,
     check_spec_keys,
     failed_all,
@@ -258,7 +258,7 @@ class McqGrader(Grader):
 
     def grade_problem(
         self, reference: str | Sequence[str], rollouts: Sequence[tuple[int, str]]
-    ) -> dict[int, Verdict]:
+    ) -> dict[int, Judgement]:
         """Judge every rollout of one problem (rules in the class docstring)."""
         ordered = check_rollouts(rollouts)
         try:

@@ -39,7 +39,7 @@ from typing import Any
 
 from .._sanitize import registered_forms
 from ..errors import MissingDependencyError, RollevalError, RunError, UsageError
-from ._base import Grader, Verdict, check_rollouts, describe_exception, failed_all
+from ._protocol import Grader, Judgement, check_rollouts, describe_exception, failed_all
 
 __all__ = ["GradingPool", "default_workers", "grade_problems"]
 
@@ -91,7 +91,7 @@ def _start_worker(grader: Grader) -> int:
     return os.getpid()
 
 
-def _grade_in_worker(reference: Any, rollouts: list[tuple[int, str]]) -> dict[int, Verdict]:
+def _grade_in_worker(reference: Any, rollouts: list[tuple[int, str]]) -> dict[int, Judgement]:
     if _WORKER_GRADER is None:  # pragma: no cover - _start_worker always runs first
         raise RuntimeError("grading worker used before it was started")
     return grade_safely(_WORKER_GRADER, reference, rollouts)
@@ -99,29 +99,29 @@ def _grade_in_worker(reference: Any, rollouts: list[tuple[int, str]]) -> dict[in
 
 def grade_safely(
     grader: Grader, reference: Any, rollouts: Sequence[tuple[int, str]]
-) -> dict[int, Verdict]:
+) -> dict[int, Judgement]:
     """``grader.grade_problem`` with the guarantees callers rely on.
 
     An exception of the grader (other than a :class:`~rolleval.errors.RollevalError`, which
     is a usage or setup error and propagates) gives every rollout ``grader_error =
     "grader crashed: <Type>: <message>"``. A rollout the grader left without a
-    :class:`Verdict` gets ``grader_error = "grader returned no verdict for this rollout"``.
+    :class:`Judgement` gets ``grader_error = "grader returned no judgement for this rollout"``.
     The result holds exactly the given indices.
     """
     try:
-        verdicts = grader.grade_problem(reference, rollouts)
+        judgements = grader.grade_problem(reference, rollouts)
     except RollevalError:
         raise
     except Exception as exc:
         return failed_all(rollouts, f"grader crashed: {describe_exception(exc)}")
-    if not isinstance(verdicts, dict):
-        verdicts = {}
+    if not isinstance(judgements, dict):
+        judgements = {}
     result = {}
     for index, _ in rollouts:
-        verdict = verdicts.get(index)
-        if not isinstance(verdict, Verdict):
-            verdict = Verdict.failed("grader returned no verdict for this rollout")
-        result[index] = verdict
+        judgement = judgements.get(index)
+        if not isinstance(judgement, Judgement):
+            judgement = Judgement.failed("grader returned no judgement for this rollout")
+        result[index] = judgement
     return result
 
 
@@ -180,7 +180,7 @@ def _validate_grading_pool(
 class _Task:
     reference: Any
     rollouts: list[tuple[int, str]]
-    future: Future[dict[int, Verdict]]
+    future: Future[dict[int, Judgement]]
 
 
 _STARTING, _IDLE, _BUSY = "starting", "idle", "busy"
@@ -199,7 +199,7 @@ class _Slot:
         self.created = time.monotonic()
         self.state = _STARTING
         self.task: _Task | None = None
-        self.inner: Future[dict[int, Verdict]] | None = None
+        self.inner: Future[dict[int, Judgement]] | None = None
         self.deadline = math.inf
         self.ready: Future[int] = self.executor.submit(_start_worker, grader)
         self.ready.add_done_callback(on_done)
@@ -241,7 +241,7 @@ class GradingPool:
 
     Behaviour
     ---------
-    * :meth:`submit` returns a :class:`concurrent.futures.Future` of ``{index: Verdict}``;
+    * :meth:`submit` returns a :class:`concurrent.futures.Future` of ``{index: Judgement}``;
       from asyncio, ``await asyncio.wrap_future(pool.submit(reference, rollouts))``.
     * A grader exception gives every rollout of that problem a ``grader_error`` (see
       :func:`grade_safely`); a worker process that dies (segfault, ``os._exit``, out of
@@ -285,14 +285,14 @@ class GradingPool:
 
     def submit(
         self, reference: Any, rollouts: Iterable[tuple[int, str]]
-    ) -> Future[dict[int, Verdict]]:
-        """Grade the rollouts of one problem; the future gives ``{index: Verdict}``.
+    ) -> Future[dict[int, Judgement]]:
+        """Grade the rollouts of one problem; the future gives ``{index: Judgement}``.
 
         ``rollouts`` are ``(index, text)`` pairs (checked here: a bad pair raises
         :class:`~rolleval.errors.UsageError` at once).
         """
         checked = check_rollouts(rollouts)
-        future: Future[dict[int, Verdict]] = Future()
+        future: Future[dict[int, Judgement]] = Future()
         failure: RollevalError | None = None
         with self._lock:
             if self._closed:
@@ -374,7 +374,7 @@ class GradingPool:
                 if not self._slots and not self._abort and self._failure is None:
                     self._slots = [self._new_slot() for _ in range(self.workers)]
             while True:
-                finished: list[tuple[Future[dict[int, Verdict]], Any]] = []
+                finished: list[tuple[Future[dict[int, Judgement]], Any]] = []
                 self._wakeup.clear()  # before reading the state: no wake-up is lost
                 with self._lock:
                     now = time.monotonic()
@@ -547,8 +547,8 @@ def grade_problems(
     *,
     workers: int | None = None,
     timeout: float = 30.0,
-) -> Iterator[dict[int, Verdict]]:
-    """Grade many problems; yields ``{index: Verdict}`` per item, in the order of ``items``.
+) -> Iterator[dict[int, Judgement]]:
+    """Grade many problems; yields ``{index: Judgement}`` per item, in the order of ``items``.
 
     ``items`` holds ``(reference, rollouts)`` per problem, ``rollouts`` being the
     ``(index, text)`` pairs of its gradable rollouts. ``workers`` and ``timeout`` are those
@@ -564,8 +564,8 @@ def grade_problems(
 
 def _graded(
     pool: GradingPool, items: Iterable[tuple[Any, Sequence[tuple[int, str]]]]
-) -> Iterator[dict[int, Verdict]]:
-    window: deque[Future[dict[int, Verdict]]] = deque()
+) -> Iterator[dict[int, Judgement]]:
+    window: deque[Future[dict[int, Judgement]]] = deque()
     ahead = 1 if pool.workers == 0 else 2 * pool.workers + 2
     completed = False
     try:

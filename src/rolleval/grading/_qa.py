@@ -31,10 +31,10 @@ from typing import Any, ClassVar
 import numpy as np
 
 from ..errors import UsageError
-from ._base import (
+from ._protocol import (
     BadReferenceError,
     Grader,
-    Verdict,
+    Judgement,
     check_rollouts,
     check_spec_keys,
     describe_exception,
@@ -188,7 +188,7 @@ class QaGrader(Grader):
         A leading "Answer:" is removed and the first non-empty line is kept (stripped);
         ``None`` when nothing is left.
 
-    Verdict
+    Judgement
         ``metrics = {"em": 0 or 1, "f1": F1}`` against the best gold alias, by the rules of
         ``style`` (``squad`` or ``drop``, see the module docstring); ``correct`` is
         ``em == 1`` and ``score`` is F1. Clusters group answers with the same normal form.
@@ -226,7 +226,7 @@ class QaGrader(Grader):
 
     def grade_problem(
         self, reference: str | Sequence[str], rollouts: Sequence[tuple[int, str]]
-    ) -> dict[int, Verdict]:
+    ) -> dict[int, Judgement]:
         """Judge every rollout of one problem (rules in the class docstring)."""
         ordered = check_rollouts(rollouts)
         try:
@@ -238,21 +238,21 @@ class QaGrader(Grader):
                     raise BadReferenceError("the reference must be a string or list of strings")
         except BadReferenceError as exc:
             return failed_all(ordered, f"reference unusable: {exc}", self.extract)
-        verdicts: dict[int, Verdict] = {}
+        judgements: dict[int, Judgement] = {}
         labels: dict[str, int] = {}
         for index, text in ordered:
             answer = None
             try:
                 answer = self.extract(text)
                 if answer is None:
-                    verdicts[index] = Verdict(None, False, None, metrics={"em": 0.0, "f1": 0.0})
+                    judgements[index] = Judgement(None, False, None, metrics={"em": 0.0, "f1": 0.0})
                     continue
                 if self.style == "drop":
                     em, f1 = drop_metrics(answer, drop_golds)
                 else:
                     em, f1 = squad_metrics(answer, squad_golds)
                 label = labels.setdefault(self._normal(answer), index)
-                verdicts[index] = Verdict(
+                judgements[index] = Judgement(
                     extracted=answer,
                     correct=em == 1.0,
                     cluster=label,
@@ -260,5 +260,5 @@ class QaGrader(Grader):
                     metrics={"em": em, "f1": f1},
                 )
             except Exception as exc:  # one rollout's failure must not hide the others
-                verdicts[index] = Verdict.failed(describe_exception(exc), extracted=answer)
-        return verdicts
+                judgements[index] = Judgement.failed(describe_exception(exc), extracted=answer)
+        return judgements

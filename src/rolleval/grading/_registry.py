@@ -8,12 +8,12 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import UsageError
-from ._base import Grader
 from ._code import CodeGrader
 from ._judge import JudgeGrader
 from ._loglik import LoglikGrader
 from ._math import MathGrader
 from ._mcq import McqGrader
+from ._protocol import Grader
 from ._qa import QaGrader
 from ._short import ShortAnswerGrader
 
@@ -32,7 +32,7 @@ _CLASSES: dict[str, Any] = {
 #: The ``type`` values :func:`make_grader` accepts, sorted.
 GRADER_TYPES: tuple[str, ...] = tuple(sorted(_CLASSES))
 
-#: Distributions whose versions can change a verdict, reported by :func:`grader_versions`.
+#: Distributions whose versions can change a judgement, reported by :func:`grader_versions`.
 _DEPENDENCIES = ("math-verify", "latex2sympy2_extended", "sympy", "antlr4-python3-runtime")
 
 

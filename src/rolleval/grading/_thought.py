@@ -27,24 +27,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import UsageError
-from ._base import Verdict
+from ._protocol import Judgement
 
 __all__ = [
     "NO_ANSWER",
     "ThoughtSplit",
     "check_thinking",
     "grading_inputs",
+    "judgement_of",
     "split_thought",
     "thinking_of",
     "thought_and_answer",
-    "verdict_of",
 ]
 
 Thinking = tuple[str, str] | None
 """An ``(open, close)`` delimiter pair, or ``None``: no inline thought (texts graded whole)."""
 
-#: The verdict of a rollout with no answer (empty, or ended inside its thought).
-NO_ANSWER = Verdict(extracted=None, correct=False, cluster=None)
+#: The judgement of a rollout with no answer (empty, or ended inside its thought).
+NO_ANSWER = Judgement(extracted=None, correct=False, cluster=None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,20 +167,20 @@ def grading_inputs(
     return items, splits
 
 
-def verdict_of(
+def judgement_of(
     index: int,
-    verdicts: Mapping[int, Verdict] | None,
+    judgements: Mapping[int, Judgement] | None,
     splits: Mapping[int, ThoughtSplit],
-    failed: Verdict | None = None,
-) -> Verdict | None:
-    """The verdict of completed rollout ``index``: :data:`NO_ANSWER` when it had none,
+    failed: Judgement | None = None,
+) -> Judgement | None:
+    """The judgement of completed rollout ``index``: :data:`NO_ANSWER` when it had none,
     else the grader's (``failed`` when the whole problem's grading failed)."""
     split = splits.get(index)
     if split is not None and split.answer is None:
         return NO_ANSWER
-    if verdicts is None:
+    if judgements is None:
         return failed
-    return verdicts.get(index)
+    return judgements.get(index)
 
 
 def thinking_of(settings: Any) -> Thinking:

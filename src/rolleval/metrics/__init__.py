@@ -1,7 +1,7 @@
 """Per-problem estimators and suite summaries of the sampled-answer metric family.
 
 Pure functions, no I/O. The unit of analysis is the problem: each per-problem estimator
-turns one problem's ``n`` gradable rollouts (``c`` correct) into a value in [0, 1] or
+turns one problem's ``n`` judged rollouts (``c`` correct) into a value in [0, 1] or
 "unavailable" (``None`` for scalars, ``NaN`` in arrays) when ``k > n``; a suite value is the
 unweighted mean over eligible problems, reported with eligible and total counts
 (:class:`MetricValue`). Definitions, conventions and sources: ``docs/contract.md``.

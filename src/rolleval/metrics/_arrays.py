@@ -72,7 +72,7 @@ def _validate_arrays(n: ArrayLike, c: ArrayLike) -> tuple[NDArray[np.int64], NDA
         if bad.any():
             pos = int(np.flatnonzero(bad.ravel())[0])
             raise UsageError(
-                f"n must be an array of integers >= 0 (gradable rollouts per problem); "
+                f"n must be an array of integers >= 0 (judged rollouts per problem); "
                 f"got {int(n_arr.flat[pos])} at position {pos}"
             )
         bad = (c_arr < 0) | (c_arr > n_arr)
@@ -144,7 +144,7 @@ def pass_at_k_array(n: ArrayLike, c: ArrayLike, k: int) -> NDArray[np.float64]:
     Parameters
     ----------
     n, c : array_like of int
-        Gradable and correct rollouts per problem, same shape, ``0 <= c <= n``.
+        Judged and correct rollouts per problem, same shape, ``0 <= c <= n``.
     k : int
         Number of draws, ``k >= 1``.
 

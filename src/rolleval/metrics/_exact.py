@@ -1,7 +1,7 @@
 """Exact per-problem estimators: pass@k, pass^k, G-Pass@k_tau and mG-Pass@k.
 
 All four are functionals of X ~ Hypergeometric(population n, successes c, draws k), the
-number of correct rollouts among k drawn without replacement from the problem's n gradable
+number of correct rollouts among k drawn without replacement from the problem's n judged
 rollouts, c of them correct. Numerators and denominators are exact Python integers and the
 result is one ``int / int`` true division, which Python rounds correctly: the returned float
 is the exact value rounded once (error below 1.2e-16), for any n (no overflow, no
@@ -66,7 +66,7 @@ def _mg_pass_at_k(n: int, c: int, k: int) -> float:
 
 def pass_at_k(n: int, c: int, k: int) -> float | None:
     r"""Unbiased pass@k of one problem: the chance that k rollouts drawn without
-    replacement from its n gradable rollouts include at least one correct one.
+    replacement from its n judged rollouts include at least one correct one.
 
     .. math::
 
@@ -76,7 +76,7 @@ def pass_at_k(n: int, c: int, k: int) -> float | None:
     Parameters
     ----------
     n : int
-        Number of gradable rollouts of the problem, ``n >= 0``.
+        Number of judged rollouts of the problem, ``n >= 0``.
     c : int
         Number of correct rollouts among them, ``0 <= c <= n``.
     k : int
@@ -121,7 +121,7 @@ def pass_at_k(n: int, c: int, k: int) -> float | None:
 
 def pass_hat_k(n: int, c: int, k: int) -> float | None:
     r"""pass^k of one problem: the chance that k rollouts drawn without replacement
-    from its n gradable rollouts are all correct.
+    from its n judged rollouts are all correct.
 
     .. math::
 
@@ -131,7 +131,7 @@ def pass_hat_k(n: int, c: int, k: int) -> float | None:
     Parameters
     ----------
     n : int
-        Number of gradable rollouts of the problem, ``n >= 0``.
+        Number of judged rollouts of the problem, ``n >= 0``.
     c : int
         Number of correct rollouts among them, ``0 <= c <= n``.
     k : int
@@ -175,7 +175,7 @@ def pass_hat_k(n: int, c: int, k: int) -> float | None:
 
 def g_pass_at_k(n: int, c: int, k: int, tau: float) -> float | None:
     r"""G-Pass@k_tau of one problem: the chance that at least ``m = max(ceil(tau k), 1)``
-    of k rollouts drawn without replacement from its n gradable rollouts are correct.
+    of k rollouts drawn without replacement from its n judged rollouts are correct.
 
     .. math::
 
@@ -187,7 +187,7 @@ def g_pass_at_k(n: int, c: int, k: int, tau: float) -> float | None:
     Parameters
     ----------
     n : int
-        Number of gradable rollouts of the problem, ``n >= 0``.
+        Number of judged rollouts of the problem, ``n >= 0``.
     c : int
         Number of correct rollouts among them, ``0 <= c <= n``.
     k : int
@@ -245,7 +245,7 @@ def mg_pass_at_k(n: int, c: int, k: int) -> float | None:
     Parameters
     ----------
     n : int
-        Number of gradable rollouts of the problem, ``n >= 0``.
+        Number of judged rollouts of the problem, ``n >= 0``.
     c : int
         Number of correct rollouts among them, ``0 <= c <= n``.
     k : int

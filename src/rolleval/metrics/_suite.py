@@ -296,7 +296,7 @@ def suite_metrics(
 ) -> SuiteMetrics:
     """The sampled-answer metric family of a suite from per-problem counts.
 
-    For every problem ``i`` with ``n[i]`` gradable and ``c[i]`` correct rollouts this
+    For every problem ``i`` with ``n[i]`` judged and ``c[i]`` correct rollouts this
     computes, and averages over eligible problems with :func:`summarize`:
 
     * ``pass@1``: ``c / n`` (avg@n); eligible iff ``n >= 1``;
@@ -306,7 +306,7 @@ def suite_metrics(
     Parameters
     ----------
     n, c : array_like of int, shape (T,)
-        Gradable and correct rollouts per problem, ``0 <= c <= n``.
+        Judged and correct rollouts per problem, ``0 <= c <= n``.
     ks : iterable of int
         Draw counts, each ``>= 1`` (see :func:`default_ks`); duplicates are dropped.
     taus : iterable of float, optional
@@ -317,7 +317,7 @@ def suite_metrics(
     SuiteMetrics
         Suite values (:class:`MetricValue`) and per-problem arrays by key. A key with no
         eligible problem is ``unavailable`` with a reason such as
-        ``"no problem has n >= k=8 gradable rollouts (max n = 4)"``.
+        ``"no problem has n >= k=8 judged rollouts (max n = 4)"``.
 
     Raises
     ------
@@ -361,7 +361,7 @@ def suite_metrics(
     def reason_for(k: int) -> str:
         if n_total == 0:
             return "no problems"
-        return f"no problem has n >= k={k} gradable rollouts (max n = {max_n})"
+        return f"no problem has n >= k={k} judged rollouts (max n = {max_n})"
 
     add("pass@1", _evaluate(pairs, 1, lambda n, c: c / n), {"k": 1}, reason_for(1))
 

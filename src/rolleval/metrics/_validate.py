@@ -128,7 +128,7 @@ class _Counts(NamedTuple):
 
 def _validate_counts(n: object, c: object, k: object) -> _Counts:
     """Check ``0 <= c <= n`` and ``k >= 1`` (all integers)."""
-    n_ = _as_int(n, "n", minimum=0, hint="(number of gradable rollouts)")
+    n_ = _as_int(n, "n", minimum=0, hint="(number of judged rollouts)")
     c_ = _as_int(c, "c", hint=f"with 0 <= c <= n (n={n_})")
     if not 0 <= c_ <= n_:
         raise UsageError(

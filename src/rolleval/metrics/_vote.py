@@ -40,7 +40,7 @@ class MajorityVote:
     modal_size : int
         Number of rollouts in the winning cluster (0 when none was extracted).
     n : int
-        Number of gradable rollouts, unextracted ones included.
+        Number of judged rollouts, unextracted ones included.
     self_consistency : float
         ``modal_size / n``.
     """
@@ -59,13 +59,13 @@ class MajorityVoteArrays:
     Attributes
     ----------
     correct : numpy.ndarray of float64
-        maj@n as 1.0 / 0.0; ``NaN`` where the problem has no gradable rollout (unavailable).
+        maj@n as 1.0 / 0.0; ``NaN`` where the problem has no judged rollout (unavailable).
     self_consistency : numpy.ndarray of float64
         ``modal_size / n``; ``NaN`` where ``n == 0``.
     modal_size : numpy.ndarray of int64
         Size of the winning cluster (0 when nothing was extracted).
     n : numpy.ndarray of int64
-        Gradable rollouts per problem, unextracted ones included.
+        Judged rollouts per problem, unextracted ones included.
     winner : numpy.ndarray of int64
         Winning cluster label; -1 where there is no cluster.
     """
@@ -81,31 +81,31 @@ def _validate_majority_vote(
     clusters: Sequence[int | None], correct: Sequence[bool]
 ) -> tuple[list[int | None], list[bool]]:
     labels = list(clusters)
-    verdicts = list(correct)
-    if len(labels) != len(verdicts):
+    judgements = list(correct)
+    if len(labels) != len(judgements):
         raise UsageError(
-            f"clusters and correct must have one entry per gradable rollout; "
-            f"got lengths {len(labels)} and {len(verdicts)}"
+            f"clusters and correct must have one entry per judged rollout; "
+            f"got lengths {len(labels)} and {len(judgements)}"
         )
     if not labels:
         raise UsageError(
-            "clusters must hold at least one gradable rollout; a problem with n = 0 has no "
+            "clusters must hold at least one judged rollout; a problem with n = 0 has no "
             "maj@n (leave it out: it is unavailable)"
         )
     for pos, label in enumerate(labels):
         if label is not None:
             labels[pos] = _as_int(label, f"clusters[{pos}]", minimum=0, hint="or None")
-    for pos, verdict in enumerate(verdicts):
-        if not isinstance(verdict, (bool, np.bool_)):
-            raise UsageError(f"correct[{pos}] must be a bool; got {verdict!r}")
-        verdicts[pos] = bool(verdict)
-    return labels, verdicts
+    for pos, judgement in enumerate(judgements):
+        if not isinstance(judgement, (bool, np.bool_)):
+            raise UsageError(f"correct[{pos}] must be a bool; got {judgement!r}")
+        judgements[pos] = bool(judgement)
+    return labels, judgements
 
 
 def majority_vote(clusters: Sequence[int | None], correct: Sequence[bool]) -> MajorityVote:
     r"""maj@n and self-consistency of one problem from its answer clusters.
 
-    The n gradable rollouts' extracted answers are grouped into equivalence classes by the
+    The n judged rollouts' extracted answers are grouped into equivalence classes by the
     task's own equivalence (done upstream by the grader). The largest class wins; a tie
     goes to the class holding the lowest rollout index. maj@n is correct iff the winning
     answer is correct, and self-consistency is the winning class's share of all n
@@ -118,12 +118,12 @@ def majority_vote(clusters: Sequence[int | None], correct: Sequence[bool]) -> Ma
     Parameters
     ----------
     clusters : sequence of int or None
-        One entry per gradable rollout, in rollout-index order: the cluster label, which is
+        One entry per judged rollout, in rollout-index order: the cluster label, which is
         the lowest rollout index of the rollout's equivalence class (so the smallest label
         is the class holding the lowest rollout index). ``None`` = nothing extracted; such
         rollouts never form a cluster but count in ``n``.
     correct : sequence of bool
-        Verdict per rollout, same order. The winner's correctness is that of its first
+        Judgement per rollout, same order. The winner's correctness is that of its first
         (lowest-index) member.
 
     Returns
@@ -137,11 +137,11 @@ def majority_vote(clusters: Sequence[int | None], correct: Sequence[bool]) -> Ma
     ValueError
         (:class:`rolleval.errors.UsageError`) if the sequences differ in length, are empty
         (``n = 0``: maj@n is unavailable, the caller must leave the problem out), a label is
-        not a non-negative integer or ``None``, or a verdict is not a bool.
+        not a non-negative integer or ``None``, or a judgement is not a bool.
 
     Notes
     -----
-    Unit of analysis: one problem; maj@n exists only for k = n (all gradable rollouts vote).
+    Unit of analysis: one problem; maj@n exists only for k = n (all judged rollouts vote).
 
     References
     ----------
@@ -157,7 +157,7 @@ def majority_vote(clusters: Sequence[int | None], correct: Sequence[bool]) -> Ma
     >>> majority_vote([None, None], [False, False]).winner is None
     True
     """
-    labels, verdicts = _validate_majority_vote(clusters, correct)
+    labels, judgements = _validate_majority_vote(clusters, correct)
     counts: dict[int, int] = {}
     first: dict[int, int] = {}
     for pos, label in enumerate(labels):
@@ -171,7 +171,7 @@ def majority_vote(clusters: Sequence[int | None], correct: Sequence[bool]) -> Ma
     winner = min(counts, key=lambda label: (-counts[label], label))
     modal = counts[winner]
     return MajorityVote(
-        correct=verdicts[first[winner]],
+        correct=judgements[first[winner]],
         winner=winner,
         modal_size=modal,
         n=n,
@@ -198,21 +198,21 @@ def _validate_majority_vote_array(
     n_problems_ = _as_int(n_problems, "n_problems", minimum=0)
     prob = _int_vector(problem, "problem")
     labels = _int_vector(clusters, "clusters")
-    verdicts = np.asarray(correct)
-    if verdicts.ndim != 1:
-        raise UsageError(f"correct must be a 1-D array of bools; got shape {verdicts.shape}")
-    if verdicts.size and verdicts.dtype != np.bool_:
-        if np.issubdtype(verdicts.dtype, np.integer) and np.isin(verdicts, (0, 1)).all():
-            verdicts = verdicts.astype(np.bool_)
+    judgements = np.asarray(correct)
+    if judgements.ndim != 1:
+        raise UsageError(f"correct must be a 1-D array of bools; got shape {judgements.shape}")
+    if judgements.size and judgements.dtype != np.bool_:
+        if np.issubdtype(judgements.dtype, np.integer) and np.isin(judgements, (0, 1)).all():
+            judgements = judgements.astype(np.bool_)
         else:
             raise UsageError(
-                f"correct must be an array of bools (or 0/1); got dtype {verdicts.dtype}"
+                f"correct must be an array of bools (or 0/1); got dtype {judgements.dtype}"
             )
-    verdicts = verdicts.astype(np.bool_, copy=False)
-    if not prob.size == labels.size == verdicts.size:
+    judgements = judgements.astype(np.bool_, copy=False)
+    if not prob.size == labels.size == judgements.size:
         raise UsageError(
             f"problem, clusters and correct must have one entry per rollout; got lengths "
-            f"{prob.size}, {labels.size} and {verdicts.size}"
+            f"{prob.size}, {labels.size} and {judgements.size}"
         )
     if prob.size:
         bad = (prob < 0) | (prob >= n_problems_)
@@ -229,7 +229,7 @@ def _validate_majority_vote_array(
                 f"clusters must hold labels >= 0, or -1 for an unextracted rollout; "
                 f"got {int(labels[pos])} at position {pos}"
             )
-    return prob, labels, verdicts, n_problems_
+    return prob, labels, judgements, n_problems_
 
 
 def majority_vote_array(
@@ -240,7 +240,7 @@ def majority_vote_array(
     Parameters
     ----------
     problem : array_like of int, shape (R,)
-        Position ``0 <= problem[r] < n_problems`` of the problem each gradable rollout
+        Position ``0 <= problem[r] < n_problems`` of the problem each judged rollout
         belongs to. Rollouts of a problem need not be contiguous but must appear in
         rollout-index order (the first listed member of the winning cluster gives its
         correctness).
@@ -248,7 +248,7 @@ def majority_vote_array(
         Cluster label per rollout (the lowest rollout index of its equivalence class);
         ``-1`` for an unextracted rollout.
     correct : array_like of bool, shape (R,)
-        Verdict per rollout.
+        Judgement per rollout.
     n_problems : int
         Number of problems; problems without any rollout get ``NaN``.
 
@@ -263,7 +263,7 @@ def majority_vote_array(
     ------
     ValueError
         (:class:`rolleval.errors.UsageError`) on lengths that differ, positions outside
-        ``[0, n_problems)``, labels below -1 or verdicts that are not bools.
+        ``[0, n_problems)``, labels below -1 or judgements that are not bools.
 
     Notes
     -----
@@ -279,7 +279,7 @@ def majority_vote_array(
     >>> out.correct, out.self_consistency
     (array([ 0., nan,  0.]), array([0.66666667,        nan, 0.        ]))
     """
-    prob, labels, verdicts, n_problems_ = _validate_majority_vote_array(
+    prob, labels, judgements, n_problems_ = _validate_majority_vote_array(
         problem, clusters, correct, n_problems
     )
     n = np.bincount(prob, minlength=n_problems_).astype(np.int64)
@@ -294,7 +294,7 @@ def majority_vote_array(
         p = prob[extracted]
         modal[p] = 1
         winner[p] = labels[extracted]
-        maj[p] = verdicts[extracted]
+        maj[p] = judgements[extracted]
     elif extracted.size:
         p = prob[extracted]
         lab = labels[extracted]
@@ -320,7 +320,7 @@ def majority_vote_array(
         first_modal = is_modal[np.r_[True, m_problem[1:] != m_problem[:-1]]]
         w_problem = g_problem[first_modal]
         winner[w_problem] = g_label[first_modal]
-        maj[w_problem] = verdicts[g_first[first_modal]]
+        maj[w_problem] = judgements[g_first[first_modal]]
 
     empty = n == 0
     maj[empty] = np.nan
@@ -357,19 +357,19 @@ class VoteAtK:
 
 
 def _signature(
-    labels: Sequence[int | None], verdicts: Sequence[bool]
+    labels: Sequence[int | None], judgements: Sequence[bool]
 ) -> tuple[tuple[tuple[int, bool], ...], int]:
     """Cluster sizes with their correctness (that of the lowest-index member), sorted, and
     the number of unextracted rollouts."""
     sizes: dict[int, int] = {}
     first: dict[int, bool] = {}
     unextracted = 0
-    for label, verdict in zip(labels, verdicts):
+    for label, judgement in zip(labels, judgements):
         if label is None:
             unextracted += 1
             continue
         sizes[label] = sizes.get(label, 0) + 1
-        first.setdefault(label, bool(verdict))
+        first.setdefault(label, bool(judgement))
     return tuple(sorted((sizes[c], first[c]) for c in sizes)), unextracted
 
 
@@ -440,10 +440,10 @@ def majority_vote_at_k(clusters: Sequence[int | None], correct: Sequence[bool], 
     Parameters
     ----------
     clusters : sequence of int or None
-        One cluster label per gradable rollout (``None``: nothing extracted), as for
+        One cluster label per judged rollout (``None``: nothing extracted), as for
         :func:`majority_vote`.
     correct : sequence of bool
-        Verdict per rollout; a cluster's correctness is that of its lowest-index member.
+        Judgement per rollout; a cluster's correctness is that of its lowest-index member.
     k : int
         Rollouts per vote, ``1 <= k <= n``.
 
@@ -473,13 +473,13 @@ def majority_vote_at_k(clusters: Sequence[int | None], correct: Sequence[bool], 
     >>> majority_vote_at_k([0, 0, 2, None], [True, True, False, False], 4).correct
     1.0
     """
-    labels, verdicts = _validate_majority_vote(clusters, correct)
+    labels, judgements = _validate_majority_vote(clusters, correct)
     k_ = _as_int(k, "k", minimum=1)
     if k_ > len(labels):
         raise UsageError(
             f"k must be at most the number of rollouts n = {len(labels)}; got k = {k_}"
         )
-    sig, unextracted = _signature(labels, verdicts)
+    sig, unextracted = _signature(labels, judgements)
     maj, sc = _vote_at_k_exact(sig, unextracted, k_)
     return VoteAtK(correct=float(maj), self_consistency=float(sc), k=k_, n=len(labels))
 
@@ -502,7 +502,7 @@ def vote_signatures(
     sorted (size, correctness) of the clusters and the number of rollouts that vote for
     nothing (unextracted, plus ``extra_unextracted``).
     """
-    prob, labels, verdicts, n_problems_ = _validate_majority_vote_array(
+    prob, labels, judgements, n_problems_ = _validate_majority_vote_array(
         problem, clusters, correct, n_problems
     )
     extra = (
@@ -520,7 +520,7 @@ def vote_signatures(
         rows = per[i]
         sig, unextracted = _signature(
             [None if labels[r] < 0 else int(labels[r]) for r in rows],
-            [bool(verdicts[r]) for r in rows],
+            [bool(judgements[r]) for r in rows],
         )
         out.append((sig, unextracted + int(extra[i])))
     return out

@@ -365,9 +365,9 @@ class BaselineTask(RecordPart):
     c: list[int]
     requested: list[int]
     gradable: list[int]
-    """Graded rollouts per problem."""
+    """Gradable rollouts per problem."""
     unjudged: list[int]
-    """Requested rollouts not scored (errors, missing), per problem."""
+    """Requested rollouts not judged (errors, missing), per problem."""
     missing: list[int]
     """Requested rollouts with no judgement record, per problem."""
     values: dict[str, list[float | None]]

@@ -175,7 +175,7 @@ class RolloutRecord(StreamRecord):
 
 
 class JudgementRecord(StreamRecord):
-    """The grader's verdict on one rollout. Every rollout gets one, failed ones included."""
+    """The grader's judgement on one rollout. Every rollout gets one, failed ones included."""
 
     problem_id: str = Field(min_length=1)
     index: int = Field(ge=0)
@@ -188,7 +188,7 @@ class JudgementRecord(StreamRecord):
     correct: bool | None = None
     """``None`` when not judged (status not ``ok``, or ``grader_error``)."""
     score: float | None = Field(default=None, ge=0.0, le=1.0)
-    """Optional graded score in [0, 1]; ``correct`` remains the pass/fail verdict."""
+    """Optional graded score in [0, 1]; ``correct`` remains the pass/fail judgement."""
     cluster: int | None = None
     """Answer cluster for maj@n: the lowest rollout index among this problem's rollouts whose
     answers the grader judges equivalent. ``None`` when nothing was extracted."""
@@ -220,7 +220,8 @@ class JudgementRecord(StreamRecord):
 
     @property
     def gradable(self) -> bool:
-        """True when the rollout counts in the ``judged`` denominator."""
+        """True when the rollout is gradable: completed (status ``ok``) and graded without a
+        grader error (``docs/contract.md``, "Notation and counts")."""
         return self.status == GRADABLE_STATUS and self.grader_error is None
 
 
@@ -261,13 +262,13 @@ def _redacted(text: Any) -> Any:
 
 
 def make_judgement(
-    rollout: RolloutRecord, verdict: Any, grader: str | None, split: Any = None
+    rollout: RolloutRecord, judgement: Any, grader: str | None, split: Any = None
 ) -> JudgementRecord:
-    """The judgement record for a rollout and the grader's verdict on it.
+    """The judgement record for a rollout and the grader's judgement on it.
 
-    ``verdict`` is ``None`` for rollouts that were not graded (status other than ``ok``);
+    ``judgement`` is ``None`` for rollouts that were not graded (status other than ``ok``);
     otherwise an object with ``extracted``, ``correct``, ``cluster``, ``score``,
-    ``grader_error`` and ``metrics`` attributes (:class:`rolleval.grading.Verdict`).
+    ``grader_error`` and ``metrics`` attributes (:class:`rolleval.grading.Judgement`).
     ``split`` is the rollout's :class:`rolleval.grading.ThoughtSplit` (thought health).
     Every registered secret is redacted from ``extracted``, ``grader_error`` and
     ``judge_raw`` (:mod:`rolleval._sanitize`): graders store text that model-written code or
@@ -289,17 +290,17 @@ def make_judgement(
             answer_chars=split.answer_chars,
             in_thought=True if split.in_thought else None,
         )
-    if verdict is not None:
+    if judgement is not None:
         fields.update(
-            extracted=_redacted(verdict.extracted),
-            correct=verdict.correct,
-            cluster=verdict.cluster,
-            score=verdict.score,
-            grader_error=_redacted(verdict.grader_error),
-            metrics=dict(verdict.metrics) if verdict.metrics else {},
-            judge_raw=_redacted(verdict.judge_raw),
-            grader_usage=Usage(**verdict.grader_usage)
-            if getattr(verdict, "grader_usage", None)
+            extracted=_redacted(judgement.extracted),
+            correct=judgement.correct,
+            cluster=judgement.cluster,
+            score=judgement.score,
+            grader_error=_redacted(judgement.grader_error),
+            metrics=dict(judgement.metrics) if judgement.metrics else {},
+            judge_raw=_redacted(judgement.judge_raw),
+            grader_usage=Usage(**judgement.grader_usage)
+            if getattr(judgement, "grader_usage", None)
             else None,
         )
     return JudgementRecord(**fields)

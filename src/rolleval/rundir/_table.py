@@ -245,9 +245,9 @@ def build_task_table(
     req = _requested_per_problem(requested, len(problems.ids), pos, idx)
     rows, n_unexpected, n_dup = _effective_rows(pos, idx, req, pos_is_permutation)
 
-    verdicts = _verdict_columns(judgements, rows, status, judgements_path)
+    outcome = _judgement_columns(judgements, rows, status, judgements_path)
     health = _health_columns(judgements, rows)
-    score = _score_column(judgements, score_key, rows, verdicts, judgements_path)
+    score = _score_column(judgements, score_key, rows, outcome, judgements_path)
     r_metrics = _metric_columns(
         judgements.columns.get("metrics"), rows, judgements_path, judgements.line_of
     )
@@ -258,13 +258,13 @@ def build_task_table(
         requested=req,
         r_problem=pos[rows],
         r_index=idx[rows],
-        r_status=verdicts.status,
-        r_gradable=verdicts.gradable,
-        r_correct=verdicts.correct,
-        r_extracted=verdicts.extracted,
-        r_cluster=verdicts.cluster,
+        r_status=outcome.status,
+        r_gradable=outcome.gradable,
+        r_correct=outcome.correct,
+        r_extracted=outcome.extracted,
+        r_cluster=outcome.cluster,
         r_truncated=health.truncated,
-        r_grader_error=verdicts.grader_error,
+        r_grader_error=outcome.grader_error,
         r_output_tokens=health.output_tokens,
         r_score=score,
         r_reasoning_tokens=health.reasoning_tokens,
@@ -507,7 +507,7 @@ def _effective_rows(
 
 
 @dataclass(frozen=True)
-class _VerdictColumns:
+class _JudgementColumns:
     """What the grader decided about each effective rollout."""
 
     status: np.ndarray
@@ -518,18 +518,18 @@ class _VerdictColumns:
     cluster: np.ndarray
 
 
-def _verdict_columns(
+def _judgement_columns(
     judgements: JsonlColumns, rows: np.ndarray, status: np.ndarray, path: Any
-) -> _VerdictColumns:
-    """Status, gradability and verdict of the effective rollouts; a gradable rollout without
-    a verdict is a :class:`DataError`."""
+) -> _JudgementColumns:
+    """Status, gradability and judgement of the effective rollouts; a gradable rollout without
+    a judgement is a :class:`DataError`."""
     C, nJ = judgements.columns, judgements.n
     st = status[rows]
     grader_error = _present(C["grader_error"], nJ)[rows]
     gradable = (st == _OK) & ~grader_error
-    missing_verdict = gradable & ~_present(C["correct"], nJ)[rows]
-    if missing_verdict.any():
-        i = int(rows[np.flatnonzero(missing_verdict)[0]])
+    missing_judgement = gradable & ~_present(C["correct"], nJ)[rows]
+    if missing_judgement.any():
+        i = int(rows[np.flatnonzero(missing_judgement)[0]])
         raise _bad(
             path,
             judgements.line_of(i),
@@ -539,7 +539,7 @@ def _verdict_columns(
     extracted = _present(C["extracted"], nJ)[rows] & gradable
     cluster = _cluster_column(C["cluster"], nJ)[rows]
     cluster[~extracted] = -1
-    return _VerdictColumns(st, grader_error, gradable, correct, extracted, cluster)
+    return _JudgementColumns(st, grader_error, gradable, correct, extracted, cluster)
 
 
 def _cluster_column(column: list[Any], n: int) -> np.ndarray:
@@ -588,13 +588,13 @@ def _score_column(
     judgements: JsonlColumns,
     score_key: str,
     rows: np.ndarray,
-    verdicts: _VerdictColumns,
+    outcome: _JudgementColumns,
     path: Any,
 ) -> np.ndarray:
     """The score ``score_key`` names, per effective rollout (float64, NaN = none); a gradable
     rollout without one is a :class:`DataError`."""
     if score_key == "correct":
-        return verdicts.correct.astype(np.float64)
+        return outcome.correct.astype(np.float64)
     C = judgements.columns
     if score_key == "score":
         raw = C["score"]
@@ -605,7 +605,7 @@ def _score_column(
     score: np.ndarray = np.array(
         [np.nan if v is None else float(v) for v in raw], dtype=np.float64
     )[rows]
-    lacking = verdicts.gradable & np.isnan(score)
+    lacking = outcome.gradable & np.isnan(score)
     if lacking.any():
         i = int(rows[np.flatnonzero(lacking)[0]])
         raise _bad(

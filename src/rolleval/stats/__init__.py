@@ -38,7 +38,18 @@ from __future__ import annotations
 from .._public import publish
 from ._bootstrap import BootstrapResult, bootstrap_ci
 from ._cluster import cluster_bootstrap_ci, cluster_sign_flip_test
-from ._grouped import GroupedBootstrapResult, grouped_bootstrap_ci, grouped_bootstrap_columns
+from ._confidence_sequence import (
+    BettingCapital,
+    ConfidenceSequence,
+    betting_bets,
+    betting_capital,
+    betting_cs,
+)
+from ._grouped_bootstrap import (
+    GroupedBootstrapResult,
+    grouped_bootstrap_ci,
+    grouped_bootstrap_columns,
+)
 from ._permutation import SignFlipResult, min_attainable_pvalue, sign_flip_test
 from ._power import (
     minimum_detectable_effect,
@@ -46,8 +57,8 @@ from ._power import (
     required_problems,
     required_rollouts,
 )
-from ._runlevel import RunLevelAdjustment, RunNoise, run_level_adjustment, run_noise
-from ._se import (
+from ._run_noise import RunLevelAdjustment, RunNoise, run_level_adjustment, run_noise
+from ._standard_error import (
     PairedVarianceComponents,
     VarianceComponents,
     clt_se,
@@ -55,13 +66,6 @@ from ._se import (
     paired_se,
     paired_variance_components,
     variance_components,
-)
-from ._sequence import (
-    BettingCapital,
-    ConfidenceSequence,
-    betting_bets,
-    betting_capital,
-    betting_cs,
 )
 
 __all__ = [

@@ -9,7 +9,7 @@ import numpy as np
 
 from ..errors import UsageError
 from ._bootstrap import _quantile_type7
-from ._grouped import GroupedBootstrapResult
+from ._grouped_bootstrap import GroupedBootstrapResult
 from ._permutation import SignFlipResult, sign_flip_test
 from ._validate import (
     as_scores,

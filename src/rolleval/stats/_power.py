@@ -85,24 +85,26 @@ def _check_threshold(threshold: object) -> float:
 
 class _PlanArgs(NamedTuple):
     design: _Design
-    per_problem_variance: (
-        float  # omega2 + sigma2_baseline/k_baseline + sigma2_candidate/k_candidate
-    )
+    per_problem_variance: float  # omega2 + sigma2_baseline/n_rollouts_baseline + sigma2_candidate/n_rollouts_candidate
 
 
 def _plan(
     omega2: object,
     sigma2_baseline: object,
-    k_baseline: object,
+    n_rollouts_baseline: object,
     sigma2_candidate: object,
-    k_candidate: object,
+    n_rollouts_candidate: object,
     alpha: object,
     power: object,
 ) -> _PlanArgs:
     design = _design(omega2, sigma2_baseline, sigma2_candidate, alpha, power)
-    k_a_ = check_positive(k_baseline, "k_baseline")
-    k_b_ = check_positive(k_candidate, "k_candidate")
-    variance = design.omega2 + design.sigma2_baseline / k_a_ + design.sigma2_candidate / k_b_
+    n_rollouts_baseline_ = check_positive(n_rollouts_baseline, "n_rollouts_baseline")
+    n_rollouts_candidate_ = check_positive(n_rollouts_candidate, "n_rollouts_candidate")
+    variance = (
+        design.omega2
+        + design.sigma2_baseline / n_rollouts_baseline_
+        + design.sigma2_candidate / n_rollouts_candidate_
+    )
     return _PlanArgs(design, variance)
 
 
@@ -115,16 +117,24 @@ def _validate_required_problems(
     delta: object,
     omega2: object,
     sigma2_baseline: object,
-    k_baseline: object,
+    n_rollouts_baseline: object,
     sigma2_candidate: object,
-    k_candidate: object,
+    n_rollouts_candidate: object,
     alpha: object,
     power: object,
 ) -> _RequiredProblemsArgs:
     delta_ = check_positive(delta, "delta")
     return _RequiredProblemsArgs(
         delta_,
-        _plan(omega2, sigma2_baseline, k_baseline, sigma2_candidate, k_candidate, alpha, power),
+        _plan(
+            omega2,
+            sigma2_baseline,
+            n_rollouts_baseline,
+            sigma2_candidate,
+            n_rollouts_candidate,
+            alpha,
+            power,
+        ),
     )
 
 
@@ -133,25 +143,25 @@ def required_problems(
     *,
     omega2: float,
     sigma2_baseline: float,
-    k_baseline: float,
+    n_rollouts_baseline: float,
     sigma2_candidate: float,
-    k_candidate: float,
+    n_rollouts_candidate: float,
     alpha: float = 0.05,
     power: float = 0.8,
     threshold: float = 0.0,
 ) -> int:
     """Problems needed to detect a paired difference ``delta`` with the given power.
 
-    With ``threshold = tau > 0`` the size is for the ``regression`` verdict of
-    :func:`rolleval.compare.paired_compare` (significant *and* ``effect <= -tau``) at a
-    true drop ``delta > tau``: the target standard error is
-    ``s* = min(delta / (z_{alpha/2} + z_beta), (delta - tau) / z_beta)`` and
+    With ``threshold > 0`` the size is for the ``regression`` verdict of
+    :func:`rolleval.compare.paired_compare` (significant *and* ``effect <= -threshold``) at a
+    true drop ``delta > threshold``: the target standard error is
+    ``s* = min(delta / (z_{alpha/2} + z_beta), (delta - threshold) / z_beta)`` and
     ``T = ceil(V / s*^2)`` (see :func:`regression_power`). ``threshold = 0`` gives the
     classical size for significance below.
 
     Normal approximation for a two-sided paired test at level ``alpha`` [1]_ [2]_::
 
-        T = ceil((z_{alpha/2} + z_beta)**2 * (omega2 + sigma2_baseline/k_baseline + sigma2_candidate/k_candidate) / delta**2)
+        T = ceil((z_{alpha/2} + z_beta)**2 * (omega2 + sigma2_baseline/n_rollouts_baseline + sigma2_candidate/n_rollouts_candidate) / delta**2)
 
     with ``z_{alpha/2} = norm.ppf(1 - alpha/2)``, ``z_beta = norm.ppf(power)``,
     ``omega2 = Var(x_baseline - x_candidate)`` across problems and ``sigma2_*`` the mean
@@ -168,7 +178,7 @@ def required_problems(
         Smallest difference in mean score worth detecting, > 0 (score units).
     omega2, sigma2_baseline, sigma2_candidate : float
         Variance components, >= 0.
-    k_baseline, k_candidate : float
+    n_rollouts_baseline, n_rollouts_candidate : float
         Rollouts per problem of the baseline and of the candidate, > 0.
     alpha : float, default 0.05
         Two-sided significance level, in (0, 1).
@@ -190,17 +200,24 @@ def required_problems(
     Examples
     --------
     >>> from rolleval.stats import required_problems
-    >>> required_problems(0.03, omega2=0.02, sigma2_baseline=0.15, k_baseline=8, sigma2_candidate=0.15, k_candidate=8)
+    >>> required_problems(0.03, omega2=0.02, sigma2_baseline=0.15, n_rollouts_baseline=8, sigma2_candidate=0.15, n_rollouts_candidate=8)
     502
     """
     args = _validate_required_problems(
-        delta, omega2, sigma2_baseline, k_baseline, sigma2_candidate, k_candidate, alpha, power
+        delta,
+        omega2,
+        sigma2_baseline,
+        n_rollouts_baseline,
+        sigma2_candidate,
+        n_rollouts_candidate,
+        alpha,
+        power,
     )
-    tau = _check_threshold(threshold)
-    if tau == 0.0:
+    threshold = _check_threshold(threshold)
+    if threshold == 0.0:
         z = args.plan.design.z
         return max(1, _ceil(z * z * args.plan.per_problem_variance / (args.delta * args.delta)))
-    s = _target_se_factor(args.delta, tau, float(alpha), float(power))
+    s = _target_se_factor(args.delta, threshold, float(alpha), float(power))
     return max(1, _ceil(args.plan.per_problem_variance / (s * s)))
 
 
@@ -213,16 +230,24 @@ def _validate_minimum_detectable_effect(
     n_problems: object,
     omega2: object,
     sigma2_baseline: object,
-    k_baseline: object,
+    n_rollouts_baseline: object,
     sigma2_candidate: object,
-    k_candidate: object,
+    n_rollouts_candidate: object,
     alpha: object,
     power: object,
 ) -> _MdeArgs:
     n_problems_ = check_count(n_problems, "n_problems", minimum=1)
     return _MdeArgs(
         n_problems_,
-        _plan(omega2, sigma2_baseline, k_baseline, sigma2_candidate, k_candidate, alpha, power),
+        _plan(
+            omega2,
+            sigma2_baseline,
+            n_rollouts_baseline,
+            sigma2_candidate,
+            n_rollouts_candidate,
+            alpha,
+            power,
+        ),
     )
 
 
@@ -231,9 +256,9 @@ def minimum_detectable_effect(
     *,
     omega2: float,
     sigma2_baseline: float,
-    k_baseline: float,
+    n_rollouts_baseline: float,
     sigma2_candidate: float,
-    k_candidate: float,
+    n_rollouts_candidate: float,
     alpha: float = 0.05,
     power: float = 0.8,
 ) -> float:
@@ -241,7 +266,7 @@ def minimum_detectable_effect(
 
     The inverse of :func:`required_problems` [1]_::
 
-        MDE = (z_{alpha/2} + z_beta) * sqrt((omega2 + sigma2_baseline/k_baseline + sigma2_candidate/k_candidate) / T)
+        MDE = (z_{alpha/2} + z_beta) * sqrt((omega2 + sigma2_baseline/n_rollouts_baseline + sigma2_candidate/n_rollouts_candidate) / T)
 
     Parameters
     ----------
@@ -249,7 +274,7 @@ def minimum_detectable_effect(
         Number of paired problems ``T``, >= 1.
     omega2, sigma2_baseline, sigma2_candidate : float
         Variance components, >= 0 (see :func:`paired_variance_components`).
-    k_baseline, k_candidate : float
+    n_rollouts_baseline, n_rollouts_candidate : float
         Rollouts per problem of the baseline and of the candidate, > 0.
     alpha : float, default 0.05
         Two-sided significance level.
@@ -269,7 +294,7 @@ def minimum_detectable_effect(
     Examples
     --------
     >>> from rolleval.stats import minimum_detectable_effect, required_problems
-    >>> kw = dict(omega2=0.02, sigma2_baseline=0.15, k_baseline=8, sigma2_candidate=0.15, k_candidate=8)
+    >>> kw = dict(omega2=0.02, sigma2_baseline=0.15, n_rollouts_baseline=8, sigma2_candidate=0.15, n_rollouts_candidate=8)
     >>> mde = minimum_detectable_effect(500, **kw)
     >>> round(mde, 4)
     0.03
@@ -277,7 +302,14 @@ def minimum_detectable_effect(
     500
     """
     args = _validate_minimum_detectable_effect(
-        n_problems, omega2, sigma2_baseline, k_baseline, sigma2_candidate, k_candidate, alpha, power
+        n_problems,
+        omega2,
+        sigma2_baseline,
+        n_rollouts_baseline,
+        sigma2_candidate,
+        n_rollouts_candidate,
+        alpha,
+        power,
     )
     return args.plan.design.z * math.sqrt(args.plan.per_problem_variance / args.n_problems)
 
@@ -322,7 +354,7 @@ def required_rollouts(
         (z_{alpha/2} + z_beta)**2 * (omega2 + (sigma2_baseline + sigma2_candidate) / K) / T <= delta**2
 
     i.e. ``K = ceil((sigma2_baseline + sigma2_candidate) / (T delta**2 / z**2 - omega2))``.
-    With ``threshold = tau > 0``, ``delta / z`` is replaced by the target standard error
+    With ``threshold > 0``, ``delta / z`` is replaced by the target standard error
     of the regression verdict, as in :func:`required_problems`.
     More rollouts only shrink the within-problem noise; when ``omega2`` alone
     already needs more problems (``T delta**2 / z**2 <= omega2``), no ``K`` is
@@ -363,8 +395,8 @@ def required_rollouts(
         delta, n_problems, omega2, sigma2_baseline, sigma2_candidate, alpha, power
     )
     design = args.design
-    tau = _check_threshold(threshold)
-    s = _target_se_factor(args.delta, tau, float(alpha), float(power))
+    threshold = _check_threshold(threshold)
+    s = _target_se_factor(args.delta, threshold, float(alpha), float(power))
     budget = args.n_problems * s * s
     room = budget - design.omega2
     noise = design.sigma2_baseline + design.sigma2_candidate
@@ -382,11 +414,11 @@ def regression_power(
 
     Normal approximation: the observed effect is ``N(-delta, se^2)``; the verdict needs a
     significant drop (``effect <= -z_{alpha/2} se``) of at least the threshold
-    (``effect <= -tau``), so [1]_
+    (``effect <= -threshold``), so [1]_
 
-    .. math:: P = \Phi\left(\frac{\delta - \max(\tau, z_{\alpha/2}\,se)}{se}\right).
+    .. math:: P = \Phi\left(\frac{\delta - \max(\theta, z_{\alpha/2}\,se)}{se}\right).
 
-    At ``delta = tau`` (and ``z se < tau``) this is 1/2: a drop of exactly the threshold is
+    At ``delta = threshold`` (and ``z se < threshold``) this is 1/2: a drop of exactly the threshold is
     flagged about half the time, whatever the size. The other tail (a significant gain) is
     ignored; it is below ``alpha/2``.
 
@@ -395,7 +427,7 @@ def regression_power(
     noncentral t power of the studentized drop, and the threshold part stays normal:
 
     .. math:: P = \min\left(1 - F_{t'}(t_{1-\alpha/2,\,df};\ df,\ \delta / se),\;
-              \Phi\left(\frac{\delta - \tau}{se}\right)\right),
+              \Phi\left(\frac{\delta - \theta}{se}\right)\right),
 
     ``F_{t'}`` the noncentral t CDF (``scipy.stats.nct``). The regression verdict needs both
     events; for a known ``se`` the joint probability is exactly the smaller of the two (both
@@ -408,7 +440,7 @@ def regression_power(
     se : float
         Standard error of the effect at the design, > 0.
     threshold : float, default 0
-        ``tau >= 0`` of the verdict.
+        ``threshold >= 0`` of the verdict.
     alpha : float, default 0.05
         Two-sided level.
     df : float, default inf
@@ -434,16 +466,16 @@ def regression_power(
     """
     delta_ = check_nonnegative(delta, "delta")
     se_ = check_positive(se, "se")
-    tau = _check_threshold(threshold)
+    threshold = _check_threshold(threshold)
     alpha_ = check_open_unit(alpha, "alpha")
     if not (isinstance(df, (int, float)) and df > 0):
         raise UsageError(f"df must be > 0 (inf: normal), got {df!r}")
     if math.isinf(df):
         z_a = _STD_NORMAL.inv_cdf(1.0 - alpha_ / 2.0)
-        return _STD_NORMAL.cdf((delta_ - max(tau, z_a * se_)) / se_)
+        return _STD_NORMAL.cdf((delta_ - max(threshold, z_a * se_)) / se_)
     from scipy.stats import nct
     from scipy.stats import t as t_dist
 
     q = float(t_dist.isf(alpha_ / 2.0, df))
     significant = float(nct.sf(q, df, delta_ / se_))
-    return min(significant, _STD_NORMAL.cdf((delta_ - tau) / se_))
+    return min(significant, _STD_NORMAL.cdf((delta_ - threshold) / se_))

@@ -66,7 +66,7 @@ class SyntheticOptions:
     p_infra_error: float = 0.0
     """Chance that a rollout fails in the harness (``infra_error``, no text)."""
     p_grader_error: float = 0.0
-    """Chance that the grader fails on a completed rollout (no verdict)."""
+    """Chance that the grader fails on a completed rollout (no judgement)."""
     p_unextracted: float = 0.0
     """Chance that a wrong rollout answers in prose, with no number to extract."""
     p_truncated: float = 0.0
@@ -74,7 +74,7 @@ class SyntheticOptions:
     torn_tail: bool = False
     """End judgements.jsonl with a torn line, as a process killed mid-write leaves it."""
     duplicates: int = 0
-    """Repeat the first ``duplicates`` judgements with the verdict flipped (a reader must
+    """Repeat the first ``duplicates`` judgements with ``correct`` flipped (a reader must
     ignore the repeats)."""
     clusters: int | None = None
     """Declare ``clusters`` problem clusters (problem ``i`` in ``c<i mod clusters>``)."""
@@ -167,7 +167,7 @@ def _write(path: str | os.PathLike[str], options: SyntheticOptions) -> RunDir:
         writer.close()  # nothing is left behind: the partial directory is removed
         raise
     chunks.flush()
-    # duplicates: repeat the first `duplicates` judgements with flipped verdicts (must be ignored)
+    # duplicates: repeat the first `duplicates` judgements with `correct` flipped (must be ignored)
     with writer:
         if options.judgements and chunks.first:
             tw.add_judgements(
@@ -348,14 +348,14 @@ def _add_problem(
                 seed=options.rng * 1_000_003 + i * 1009 + j,
             )
         )
-        verdict: dict[str, Any] = {}
+        judgement: dict[str, Any] = {}
         if outcomes.grader_error[i, j]:
-            verdict["grader_error"] = "timeout after 30s"
+            judgement["grader_error"] = "timeout after 30s"
         else:
             if ans is not None:
-                verdict["extracted"] = ans
-                verdict["cluster"] = clusters_seen.setdefault(ans, j)
-            verdict["correct"] = bool(outcomes.correct[i, j])
+                judgement["extracted"] = ans
+                judgement["cluster"] = clusters_seen.setdefault(ans, j)
+            judgement["correct"] = bool(outcomes.correct[i, j])
         chunks.judgements.append(
             JudgementRecord(
                 problem_id=pid,
@@ -364,7 +364,7 @@ def _add_problem(
                 finish_reason=finish,
                 output_tokens=n_tokens,
                 grader=_GRADER_IDENTITY,
-                **verdict,
+                **judgement,
             )
         )
 

@@ -398,7 +398,7 @@ class _Samples:
         )
 
     def _thought(self, rollout: RolloutRecord, judgement: JudgementRecord) -> JudgementRecord:
-        """lm-eval's verdict of a text under ``think_end_token`` (see :mod:`._thinking`): a
+        """lm-eval's judgement of a text under ``think_end_token`` (see :mod:`._thinking`): a
         thought opened and never closed is no answer, whatever lm-eval scored; the thought
         health fields by the task's delimiters."""
         from ...grading import NO_ANSWER
@@ -477,7 +477,7 @@ class _Samples:
         if self.unstripped:
             notes.append(
                 f"{self.unstripped} logged response(s) still hold {self.thinking[1]!r} "
-                "(lm-eval did not strip them): the source verdict judged the whole text; "
+                "(lm-eval did not strip them): lm-eval graded the whole text; "
                 "pass --regrade TYPE to judge the answer after it alone"
             )
 

@@ -131,7 +131,7 @@ class StrictOut(NamedTuple):
 
 Packed = tuple[bytes, bytes, bytes, str, str, bytes, int, int, int, int]
 """A chunk's records in a few large objects (cheap to send between processes): the three
-streams' lines, the problem ids and the content hashes joined by newlines, the verdicts as
+streams' lines, the problem ids and the content hashes joined by newlines, the judgements as
 bytes (0/1), the first and last doc_id, the repeats left out and the most repeats of a
 line. Every judgement of the column path has an extracted answer (in its line); the report
 reads only that there is one, as it does reading the file (``presence`` in

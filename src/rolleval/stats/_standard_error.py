@@ -235,7 +235,7 @@ class VarianceComponents:
         ``sigma_i**2 = x_i (1 - x_i)``.
     observed : float or None
         Sample variance (``ddof=1``) of the observed per-problem means.
-    k : float
+    n_rollouts : float
         Mean number of rollouts per problem.
     n : int
         Number of problems ``T``.
@@ -247,7 +247,7 @@ class VarianceComponents:
     between: float | None
     within: float | None
     observed: float | None
-    k: float
+    n_rollouts: float
     n: int
     status: Status
     reason: str | None
@@ -257,7 +257,7 @@ class VarianceComponents:
 class PairedVarianceComponents:
     """Result of :func:`paired_variance_components`.
 
-    The fields ``omega2``, ``sigma2_baseline``, ``k_baseline``, ``sigma2_candidate`` and ``k_candidate`` have the
+    The fields ``omega2``, ``sigma2_baseline``, ``n_rollouts_baseline``, ``sigma2_candidate`` and ``n_rollouts_candidate`` have the
     names of the keywords of :func:`required_problems` and
     :func:`minimum_detectable_effect`; :meth:`power_kwargs` returns them as a dict.
 
@@ -268,7 +268,7 @@ class PairedVarianceComponents:
         difference, estimated and floored at 0.
     sigma2_baseline, sigma2_candidate : float or None
         Mean within-problem variance of one rollout of the baseline and of the candidate.
-    k_baseline, k_candidate : float
+    n_rollouts_baseline, n_rollouts_candidate : float
         Mean rollouts per problem of the baseline and of the candidate.
     n : int
         Number of paired problems ``T``.
@@ -278,24 +278,24 @@ class PairedVarianceComponents:
 
     omega2: float | None
     sigma2_baseline: float | None
-    k_baseline: float
+    n_rollouts_baseline: float
     sigma2_candidate: float | None
-    k_candidate: float
+    n_rollouts_candidate: float
     n: int
     status: Status
     reason: str | None
 
     def power_kwargs(self) -> dict[str, float]:
-        """``omega2``, ``sigma2_baseline``, ``k_baseline``, ``sigma2_candidate``, ``k_candidate`` for the power planners.
+        """``omega2``, ``sigma2_baseline``, ``n_rollouts_baseline``, ``sigma2_candidate``, ``n_rollouts_candidate`` for the power planners.
 
         Raises :class:`rolleval.errors.UsageError` when ``status`` is not ``"ok"``.
         """
         values = {
             "omega2": self.omega2,
             "sigma2_baseline": self.sigma2_baseline,
-            "k_baseline": self.k_baseline,
+            "n_rollouts_baseline": self.n_rollouts_baseline,
             "sigma2_candidate": self.sigma2_candidate,
-            "k_candidate": self.k_candidate,
+            "n_rollouts_candidate": self.n_rollouts_candidate,
         }
         if self.status != "ok" or any(v is None for v in values.values()):
             raise UsageError(f"variance components are unavailable: {self.reason}")
@@ -388,7 +388,7 @@ def variance_components(c: object, n: object) -> VarianceComponents:
     Returns
     -------
     VarianceComponents
-        ``between``, ``within``, ``observed``, ``k`` (mean ``n_i``), ``n`` (``T``).
+        ``between``, ``within``, ``observed``, ``n_rollouts`` (mean ``n_i``), ``n`` (``T``).
         ``status="unavailable"`` (components None) when ``T < 2`` or some
         problem has fewer than 2 rollouts.
 
@@ -401,22 +401,22 @@ def variance_components(c: object, n: object) -> VarianceComponents:
     --------
     >>> from rolleval.stats import variance_components
     >>> vc = variance_components([4, 0, 2, 4], 4)
-    >>> round(vc.between, 6), round(vc.within, 6), vc.k, vc.n
+    >>> round(vc.between, 6), round(vc.within, 6), vc.n_rollouts, vc.n
     (0.208333, 0.083333, 4.0, 4)
     """
     counts = _validate_variance_components(c, n)
     t = counts.c.size
-    k = float(np.mean(counts.n)) if t else 0.0
+    n_rollouts = float(np.mean(counts.n)) if t else 0.0
     reason = _unavailable_reason(counts)
     if reason is not None:
-        return VarianceComponents(None, None, None, k, t, "unavailable", reason)
+        return VarianceComponents(None, None, None, n_rollouts, t, "unavailable", reason)
     w = _within(counts)
     observed = _centered_sum_of_squares(w.means) / (t - 1)
     return VarianceComponents(
         between=max(0.0, observed - w.noise),
         within=w.sigma2,
         observed=observed,
-        k=k,
+        n_rollouts=n_rollouts,
         n=t,
         status="ok",
         reason=None,
@@ -424,21 +424,21 @@ def variance_components(c: object, n: object) -> VarianceComponents:
 
 
 class _PairedCounts(NamedTuple):
-    a: _Counts
-    b: _Counts
+    baseline: _Counts
+    candidate: _Counts
 
 
 def _validate_paired_variance_components(
     c_baseline: object, n_baseline: object, c_candidate: object, n_candidate: object
 ) -> _PairedCounts:
-    a = _counts(c_baseline, n_baseline, "c_baseline", "n_baseline")
-    b = _counts(c_candidate, n_candidate, "c_candidate", "n_candidate")
-    if a.c.size != b.c.size:
+    baseline = _counts(c_baseline, n_baseline, "c_baseline", "n_baseline")
+    candidate = _counts(c_candidate, n_candidate, "c_candidate", "n_candidate")
+    if baseline.c.size != candidate.c.size:
         raise UsageError(
             "`c_baseline` and `c_candidate` must have one entry per problem of the same aligned problem "
-            f"list; got {a.c.size} and {b.c.size}"
+            f"list; got {baseline.c.size} and {candidate.c.size}"
         )
-    return _PairedCounts(a, b)
+    return _PairedCounts(baseline, candidate)
 
 
 def paired_variance_components(
@@ -448,7 +448,7 @@ def paired_variance_components(
 
     Two runs, baseline and candidate, on the same ``T`` problems (aligned, same order) have
     per-problem true rates ``x_baseline``, ``x_candidate``. The mean paired difference has
-    ``Var = (omega2 + sigma2_baseline / k_baseline + sigma2_candidate / k_candidate) / T`` [1]_ with
+    ``Var = (omega2 + sigma2_baseline / n_rollouts_baseline + sigma2_candidate / n_rollouts_candidate) / T`` [1]_ with
     ``omega2 = Var(x_baseline - x_candidate)``, assuming the rollouts of the two runs are
     independent given the problem. The estimates:
 
@@ -456,7 +456,7 @@ def paired_variance_components(
        ``c (n - c) / (n (n - 1))`` of each run.
     2. ``omega2 = max(0, Var(c_baseline/n_baseline - c_candidate/n_candidate) - mean(s_baseline**2/n_baseline) - mean(s_candidate**2/n_candidate))``
        (``ddof=1``), unbiased before the floor.
-    3. ``k_baseline``, ``k_candidate``: mean rollouts per problem.
+    3. ``n_rollouts_baseline``, ``n_rollouts_candidate``: mean rollouts per problem.
 
     Parameters
     ----------
@@ -480,28 +480,28 @@ def paired_variance_components(
     --------
     >>> from rolleval.stats import paired_variance_components, required_problems
     >>> pvc = paired_variance_components([8, 2, 5, 7, 0, 6], 8, [7, 1, 5, 8, 1, 4], 8)
-    >>> round(pvc.omega2, 6), round(pvc.sigma2_baseline, 6), pvc.k_baseline
+    >>> round(pvc.omega2, 6), round(pvc.sigma2_baseline, 6), pvc.n_rollouts_baseline
     (0.0, 0.136905, 8.0)
     >>> required_problems(0.05, **pvc.power_kwargs())
     115
     """
     pair = _validate_paired_variance_components(c_baseline, n_baseline, c_candidate, n_candidate)
-    t = pair.a.c.size
-    k_baseline = float(np.mean(pair.a.n)) if t else 0.0
-    k_candidate = float(np.mean(pair.b.n)) if t else 0.0
-    reason = _unavailable_reason(pair.a) or _unavailable_reason(pair.b)
+    t = pair.baseline.c.size
+    n_rollouts_baseline = float(np.mean(pair.baseline.n)) if t else 0.0
+    n_rollouts_candidate = float(np.mean(pair.candidate.n)) if t else 0.0
+    reason = _unavailable_reason(pair.baseline) or _unavailable_reason(pair.candidate)
     if reason is not None:
         return PairedVarianceComponents(
-            None, None, k_baseline, None, k_candidate, t, "unavailable", reason
+            None, None, n_rollouts_baseline, None, n_rollouts_candidate, t, "unavailable", reason
         )
-    wa, wb = _within(pair.a), _within(pair.b)
-    observed = _centered_sum_of_squares(wa.means - wb.means) / (t - 1)
+    w_baseline, w_candidate = _within(pair.baseline), _within(pair.candidate)
+    observed = _centered_sum_of_squares(w_baseline.means - w_candidate.means) / (t - 1)
     return PairedVarianceComponents(
-        omega2=max(0.0, observed - wa.noise - wb.noise),
-        sigma2_baseline=wa.sigma2,
-        k_baseline=k_baseline,
-        sigma2_candidate=wb.sigma2,
-        k_candidate=k_candidate,
+        omega2=max(0.0, observed - w_baseline.noise - w_candidate.noise),
+        sigma2_baseline=w_baseline.sigma2,
+        n_rollouts_baseline=n_rollouts_baseline,
+        sigma2_candidate=w_candidate.sigma2,
+        n_rollouts_candidate=n_rollouts_candidate,
         n=t,
         status="ok",
         reason=None,

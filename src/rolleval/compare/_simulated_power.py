@@ -42,7 +42,7 @@ class TruthModel:
     ----------
     baseline, candidate : numpy.ndarray
         True pass@1 rate of each pilot problem on each side.
-    k_baseline, k_candidate : numpy.ndarray
+    n_rollouts_baseline, n_rollouts_candidate : numpy.ndarray
         Rollouts per problem of each side (the pilot's ``n``).
     drop : float
         ``mean(baseline - candidate)``: the planned drop.
@@ -50,8 +50,8 @@ class TruthModel:
 
     baseline: np.ndarray
     candidate: np.ndarray
-    k_baseline: np.ndarray
-    k_candidate: np.ndarray
+    n_rollouts_baseline: np.ndarray
+    n_rollouts_candidate: np.ndarray
     drop: float
 
 
@@ -144,8 +144,8 @@ def truth_model(
     return TruthModel(
         baseline=base,
         candidate=_shift_to(base, cand, drop),
-        k_baseline=nb.astype(np.int64),
-        k_candidate=nc.astype(np.int64),
+        n_rollouts_baseline=nb.astype(np.int64),
+        n_rollouts_candidate=nc.astype(np.int64),
         drop=drop,
     )
 
@@ -178,9 +178,9 @@ def regression_power_by_simulation(
     for s in range(n_sims):
         gen = np.random.default_rng(np.random.SeedSequence([rng, s]))
         i = gen.integers(0, truth.baseline.size, problems)
-        kb, kc = truth.k_baseline[i], truth.k_candidate[i]
-        b = gen.binomial(kb, truth.baseline[i]) / kb
-        c = gen.binomial(kc, truth.candidate[i]) / kc
+        nb, nc = truth.n_rollouts_baseline[i], truth.n_rollouts_candidate[i]
+        b = gen.binomial(nb, truth.baseline[i]) / nb
+        c = gen.binomial(nc, truth.candidate[i]) / nc
         res = paired_compare(
             PairedInput(b, c, value_range=(0.0, 1.0)),
             threshold=threshold,

@@ -254,7 +254,7 @@ def betting_cs(
     """Anytime-valid confidence sequence for the mean of bounded values, one interval per look.
 
     The hedged betting confidence sequence with predictable plug-in bets [1]_ (formulas in
-    the module docstring of :mod:`rolleval.stats._sequence`). Assumptions: the values are
+    the module docstring of :mod:`rolleval.stats._confidence_sequence`). Assumptions: the values are
     independent with one common mean (i.i.d. suffices; so is a random order of an i.i.d.
     sample) and lie in ``value_range``; nothing else (no normality, no variance bound).
     For rolleval's paired comparisons a value is one problem's difference

@@ -1,10 +1,10 @@
-"""The grader protocol: :class:`Verdict`, :class:`Grader` and helpers shared by the graders.
+"""The grader protocol: :class:`Judgement`, :class:`Grader` and helpers shared by the graders.
 
 A grader judges all gradable rollouts of *one* problem at once, because the maj@n answer
 clusters are only defined across a problem's rollouts. Rules every
 grader follows:
 
-* every rollout it is given gets a :class:`Verdict` (never only the first);
+* every rollout it is given gets a :class:`Judgement` (never only the first);
 * ``extracted`` is ``None`` when nothing was extracted (never ``""``); such a rollout is
   wrong (``correct = False``) and belongs to no cluster (``cluster = None``);
 * ``cluster`` is the lowest rollout index of the answer's equivalence class, whatever the
@@ -23,13 +23,13 @@ from typing import Any, ClassVar, TypeVar
 
 from ..errors import UsageError
 
-__all__ = ["Grader", "Verdict", "grading_reference"]
+__all__ = ["Grader", "Judgement", "grading_reference"]
 
 K = TypeVar("K", bound=Hashable)
 
 
 @dataclass(frozen=True)
-class Verdict:
+class Judgement:
     """What a grader made of one rollout.
 
     Invariants (checked on construction, a violation is a grader bug and raises
@@ -55,7 +55,7 @@ class Verdict:
     metrics: dict[str, float] = field(default_factory=dict)
     """Named per-rollout metrics."""
     judge_raw: str | None = None
-    """What the grader saw beyond the verdict (the code grader's execution summary, JSON;
+    """What the grader saw beyond the judgement (the code grader's execution summary, JSON;
     the judge's full reply)."""
     grader_usage: dict[str, int] | None = None
     """Tokens the grader spent on this rollout (``prompt_tokens``, ``completion_tokens``):
@@ -66,30 +66,30 @@ class Verdict:
             not isinstance(self.extracted, str) or not self.extracted
         ):
             raise ValueError(
-                f"Verdict.extracted must be None or a non-empty string, got {self.extracted!r}"
+                f"Judgement.extracted must be None or a non-empty string, got {self.extracted!r}"
             )
         if self.grader_error is not None:
             if not self.grader_error:
-                raise ValueError("Verdict.grader_error must be None or a non-empty string")
+                raise ValueError("Judgement.grader_error must be None or a non-empty string")
             if self.correct is not None or self.cluster is not None:
-                raise ValueError("a Verdict with grader_error has correct=None and cluster=None")
+                raise ValueError("a Judgement with grader_error has correct=None and cluster=None")
             return
         if not isinstance(self.correct, bool):
-            raise ValueError("Verdict.correct must be a bool unless grader_error is set")
+            raise ValueError("Judgement.correct must be a bool unless grader_error is set")
         if self.extracted is None and self.cluster is not None:
-            raise ValueError("Verdict.cluster must be None when nothing was extracted")
+            raise ValueError("Judgement.cluster must be None when nothing was extracted")
         if self.extracted is not None and (
             not isinstance(self.cluster, int) or isinstance(self.cluster, bool) or self.cluster < 0
         ):
             raise ValueError(
-                f"Verdict.cluster must be a rollout index when an answer was extracted, got {self.cluster!r}"
+                f"Judgement.cluster must be a rollout index when an answer was extracted, got {self.cluster!r}"
             )
         if self.score is not None and not 0.0 <= self.score <= 1.0:
-            raise ValueError(f"Verdict.score must lie in [0, 1], got {self.score!r}")
+            raise ValueError(f"Judgement.score must lie in [0, 1], got {self.score!r}")
 
     @classmethod
-    def failed(cls, message: str, *, extracted: str | None = None) -> Verdict:
-        """A harness-failure verdict: ``grader_error=message``, ``correct`` and ``cluster`` ``None``."""
+    def failed(cls, message: str, *, extracted: str | None = None) -> Judgement:
+        """A harness-failure judgement: ``grader_error=message``, ``correct`` and ``cluster`` ``None``."""
         return cls(extracted=extracted, correct=None, cluster=None, grader_error=message)
 
 
@@ -107,7 +107,7 @@ class Grader(ABC):
     """
 
     id: ClassVar[str]
-    #: Grader logic version, plus versions of the dependencies that decide verdicts.
+    #: Grader logic version, plus versions of the dependencies that decide judgements.
     version: str
     #: JSON-serialisable spec that rebuilt this grader (defaults filled in).
     spec: dict[str, Any]
@@ -115,7 +115,7 @@ class Grader(ABC):
     #: timeouts use ``signal.alarm``); :func:`~rolleval.grading.grade_problems` then uses a
     #: process pool by default.
     needs_process: ClassVar[bool] = False
-    #: Seconds a process pool waits for one problem's verdicts before recording grader
+    #: Seconds a process pool waits for one problem's judgements before recording grader
     #: errors (graders with their own per-execution deadlines raise it as a backstop).
     problem_timeout_s: ClassVar[float] = 30.0
     #: True when :meth:`grade_problem` wants the question too: its ``reference`` is then
@@ -140,12 +140,12 @@ class Grader(ABC):
     @abstractmethod
     def grade_problem(
         self, reference: str | Sequence[str], rollouts: Sequence[tuple[int, str]]
-    ) -> dict[int, Verdict]:
+    ) -> dict[int, Judgement]:
         """Judge every rollout of one problem.
 
         ``reference`` is the gold answer or a list of accepted aliases (correct if any
         matches); ``rollouts`` holds ``(rollout index, raw text)`` for every gradable
-        rollout of the problem, in any order. Returns one :class:`Verdict` per index.
+        rollout of the problem, in any order. Returns one :class:`Judgement` per index.
         """
 
     def __repr__(self) -> str:
@@ -239,10 +239,10 @@ def failed_all(
     rollouts: Iterable[tuple[int, str]],
     message: str,
     extract: Callable[[str], str | None] | None = None,
-) -> dict[int, Verdict]:
-    """The same harness-failure verdict for every rollout; with ``extract``, each verdict
+) -> dict[int, Judgement]:
+    """The same harness-failure judgement for every rollout; with ``extract``, each judgement
     still records the answer found (when extraction itself does not fail)."""
-    verdicts = {}
+    judgements = {}
     for index, text in rollouts:
         extracted = None
         if extract is not None:
@@ -250,8 +250,8 @@ def failed_all(
                 extracted = extract(text) or None
             except Exception:
                 extracted = None
-        verdicts[index] = Verdict.failed(message, extracted=extracted)
-    return verdicts
+        judgements[index] = Judgement.failed(message, extracted=extracted)
+    return judgements
 
 
 def grade_by_key(
@@ -260,7 +260,7 @@ def grade_by_key(
     equivalent: Callable[[K, K], bool],
     is_correct: Callable[[K], bool],
     render: Callable[[K], str],
-) -> dict[int, Verdict]:
+) -> dict[int, Judgement]:
     """Grade rollouts whose answers are cheap keys compared by ``equivalent``.
 
     Rollouts are visited by ascending index. A key equal (``==``) to one already seen
@@ -269,7 +269,7 @@ def grade_by_key(
     founds a new cluster labelled by its own index. An exception while extracting or
     judging one rollout gives that rollout a ``grader_error`` and leaves the others alone.
     """
-    verdicts: dict[int, Verdict] = {}
+    judgements: dict[int, Judgement] = {}
     label_of: dict[K, int] = {}
     representatives: list[tuple[int, K]] = []
     for index, text in check_rollouts(rollouts):
@@ -277,7 +277,7 @@ def grade_by_key(
         try:
             key = extract(text)
             if key is None:
-                verdicts[index] = Verdict(extracted=None, correct=False, cluster=None)
+                judgements[index] = Judgement(extracted=None, correct=False, cluster=None)
                 continue
             label = label_of.get(key)
             if label is None:
@@ -289,7 +289,7 @@ def grade_by_key(
                     label = index
                     representatives.append((index, key))
                 label_of[key] = label
-            verdicts[index] = Verdict(
+            judgements[index] = Judgement(
                 extracted=render(key), correct=bool(is_correct(key)), cluster=label
             )
         except Exception as exc:  # one rollout's failure must not hide the others
@@ -299,8 +299,8 @@ def grade_by_key(
                     extracted = render(key) or None
                 except Exception:
                     extracted = None
-            verdicts[index] = Verdict.failed(describe_exception(exc), extracted=extracted)
-    return verdicts
+            judgements[index] = Judgement.failed(describe_exception(exc), extracted=extracted)
+    return judgements
 
 
 def check_spec_keys(spec: dict[str, Any], allowed: Sequence[str]) -> None:

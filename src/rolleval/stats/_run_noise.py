@@ -23,12 +23,12 @@ __all__ = ["RunLevelAdjustment", "RunNoise", "run_level_adjustment", "run_noise"
 
 @dataclass(frozen=True)
 class RunNoise:
-    """Result of :func:`run_noise` (k replicate runs of one configuration, T problems).
+    """Result of :func:`run_noise` (``n_runs`` replicate runs of one configuration, T problems).
 
     Attributes
     ----------
     n_runs, n_problems : int
-        ``k`` and ``T``.
+        ``n_runs`` and ``T``.
     run_means : tuple of float
         pass@1 of each run: ``mean_i c_ri / n_ri``.
     variance : float
@@ -42,7 +42,7 @@ class RunNoise:
         ``variance / binomial_variance``; None when the binomial variance is 0 (every
         problem always or never solved).
     chi2, df, pvalue : float, int, float or None
-        ``chi2 = df * ratio`` with ``df = k - 1``, and its upper-tail p-value under the
+        ``chi2 = df * ratio`` with ``df = n_runs - 1``, and its upper-tail p-value under the
         chi-square distribution (the run means are close to normal): a test of "no
         run-level variance". None with the ratio.
     run_variance : float
@@ -110,19 +110,19 @@ def _as_count_matrix(x: object, name: str) -> np.ndarray:
 
 
 def run_noise(c: object, n: object, *, confidence_level: float = 0.95) -> RunNoise:
-    """Run-level variance of pass@1 from ``k >= 2`` replicate runs of one configuration.
+    """Run-level variance of pass@1 from ``n_runs >= 2`` replicate runs of one configuration.
 
-    ``c[r, i]`` correct among ``n[r, i] >= 1`` scored rollouts of problem ``i`` in run
+    ``c[r, i]`` correct among ``n[r, i] >= 1`` judged rollouts of problem ``i`` in run
     ``r``; every run holds the same ``T`` problems in the same order. The replicates
     must differ only in what should not matter (the run seed, the time of day): the
     same model, serving, tasks and rollouts per problem. See :class:`RunNoise` for the
-    figures; the test of "no run-level variance" is ``chi2 = (k-1) * ratio`` against
-    chi-square with ``k - 1`` degrees of freedom.
+    figures; the test of "no run-level variance" is ``chi2 = (n_runs - 1) * ratio`` against
+    chi-square with ``n_runs - 1`` degrees of freedom.
 
     Raises
     ------
     rolleval.errors.UsageError
-        If ``c``/``n`` are not 2-D integer arrays of one shape, ``k < 2``, ``T < 1``,
+        If ``c``/``n`` are not 2-D integer arrays of one shape, ``n_runs < 2``, ``T < 1``,
         ``n < 1`` or ``c`` outside ``[0, n]``, or ``confidence_level`` not in (0, 1).
 
     References
@@ -146,13 +146,13 @@ def run_noise(c: object, n: object, *, confidence_level: float = 0.95) -> RunNoi
     cc, nn = _as_count_matrix(c, "c"), _as_count_matrix(n, "n")
     if cc.shape != nn.shape:
         raise UsageError(f"c and n differ in shape: {cc.shape} vs {nn.shape}")
-    k, t = cc.shape
-    if k < 2:
-        raise UsageError(f"run_noise needs at least 2 replicate runs, got {k}")
+    n_runs, t = cc.shape
+    if n_runs < 2:
+        raise UsageError(f"run_noise needs at least 2 replicate runs, got {n_runs}")
     if t < 1:
         raise UsageError("run_noise needs at least 1 problem")
     if np.any(nn < 1):
-        raise UsageError("every problem needs n >= 1 scored rollouts in every run")
+        raise UsageError("every problem needs n >= 1 judged rollouts in every run")
     if np.any(cc < 0) or np.any(cc > nn):
         raise UsageError("counts must satisfy 0 <= c <= n")
     if not (isinstance(confidence_level, float) and 0.0 < confidence_level < 1.0):
@@ -164,10 +164,10 @@ def run_noise(c: object, n: object, *, confidence_level: float = 0.95) -> RunNoi
     variance = float(np.var(means, ddof=1))
     big_c, big_n = cc.sum(axis=0), nn.sum(axis=0)
     p = big_c / big_n
-    s2 = p * (1.0 - p) * big_n / (big_n - 1)  # N_i >= k >= 2
+    s2 = p * (1.0 - p) * big_n / (big_n - 1)  # N_i >= n_runs >= 2
     per_run = (s2[None, :] / nn).sum(axis=1) / (t * t)
     binomial = float(per_run.mean())
-    df = k - 1
+    df = n_runs - 1
     ratio = chi2 = pvalue = None
     if binomial > 0.0:
         ratio = variance / binomial
@@ -177,7 +177,7 @@ def run_noise(c: object, n: object, *, confidence_level: float = 0.95) -> RunNoi
     own = float(np.var(rates, axis=0, ddof=1).sum())
     expected_own = float((s2[None, :] / nn).mean(axis=0).sum())
     return RunNoise(
-        n_runs=k,
+        n_runs=n_runs,
         n_problems=t,
         run_means=tuple(float(m) for m in means),
         variance=variance,
