@@ -9,8 +9,13 @@ for the two sides, "judged" the one word for the rollouts in a denominator.
 from __future__ import annotations
 
 import ast
+import inspect
 import re
 from pathlib import Path
+from types import ModuleType
+
+import rolleval.compare
+import rolleval.stats
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "rolleval"
 
@@ -99,6 +104,24 @@ def test_never_a_or_b_for_the_two_sides():
             if side_types.search(typed):
                 bad.append(f"{_rel(path)}:{node.lineno}")
     assert bad == [], "a side (a frame, counts or settings) named a/b"
+
+
+def _public_functions(module: ModuleType) -> list[str]:
+    return [name for name in module.__all__ if inspect.isfunction(getattr(module, name))]
+
+
+def test_the_public_statistics_name_their_sides_baseline_and_candidate():
+    """No public function of ``rolleval.stats`` or ``rolleval.compare`` takes a parameter
+    ``a`` or ``b`` (scipy's names for two samples): the sides of a paired comparison are
+    ``candidate`` and ``baseline`` (``sign_flip_test``, ``cluster_sign_flip_test``,
+    ``paired_se``)."""
+    bad = []
+    for module in (rolleval.stats, rolleval.compare):
+        for name in _public_functions(module):
+            params = inspect.signature(getattr(module, name)).parameters
+            bad += [f"{module.__name__}.{name}({p})" for p in params if p in ("a", "b")]
+    assert bad == []
+    assert _public_functions(rolleval.stats), "the check must see the public functions"
 
 
 def test_one_word_for_the_rollouts_in_a_denominator():

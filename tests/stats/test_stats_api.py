@@ -22,14 +22,14 @@ DATA_PARAMETERS = {
     "bootstrap_ci": ["scores"],
     "grouped_bootstrap_ci": ["scores"],
     "grouped_bootstrap_columns": ["scores"],
-    "sign_flip_test": ["a", "b"],
+    "sign_flip_test": ["candidate", "baseline"],
     "cluster_bootstrap_ci": ["scores", "clusters"],
-    "cluster_sign_flip_test": ["a", "b", "clusters"],
+    "cluster_sign_flip_test": ["candidate", "baseline", "clusters"],
     "regression_power": ["delta"],
     "min_attainable_pvalue": ["n_problems"],
     "clt_se": ["scores"],
     "clustered_se": ["scores", "clusters"],
-    "paired_se": ["a", "b"],
+    "paired_se": ["candidate", "baseline"],
     "variance_components": ["c", "n"],
     "paired_variance_components": ["c_baseline", "n_baseline", "c_candidate", "n_candidate"],
     "required_problems": ["delta"],
@@ -96,3 +96,19 @@ def test_doctests_pass():
     result = doctest.testmod(stats_pkg, optionflags=doctest.ELLIPSIS, verbose=False)
     assert result.attempted >= len(FUNCTIONS)
     assert result.failed == 0
+
+
+def test_paired_functions_take_the_sides_by_name_candidate_minus_baseline():
+    """The sides are ``candidate`` and ``baseline`` by keyword too, and the statistic is
+    ``mean(candidate - baseline)`` whichever order the keywords come in."""
+    candidate, baseline = [1.0, 1.0, 0.5, 1.0], [0.0, 0.5, 0.5, 0.0]
+    test = stats_pkg.sign_flip_test(baseline=baseline, candidate=candidate, alternative="greater")
+    assert test.statistic == 0.625
+    assert test.pvalue == 2 / 16  # 16 sign vectors; the identity and the tie at d_3 = 0
+    clustered = stats_pkg.cluster_sign_flip_test(
+        baseline=baseline, candidate=candidate, clusters=["x", "x", "y", "z"]
+    )
+    assert clustered.statistic == 0.625 and clustered.n == 3
+    assert stats_pkg.paired_se(baseline=baseline, candidate=candidate) == (
+        stats_pkg.clt_se([1.0, 0.5, 0.0, 1.0])
+    )

@@ -21,11 +21,11 @@ from rolleval.stats import (
 )
 
 
-def brute_force_cluster_p(a, b, labels):
+def brute_force_cluster_p(candidate, baseline, labels):
     """Two-sided p of the cluster sign flip, every sign vector, exact fractions."""
     d = [
         Fraction(x).limit_denominator(10**6) - Fraction(y).limit_denominator(10**6)
-        for x, y in zip(a, b)
+        for x, y in zip(candidate, baseline)
     ]
     keys = sorted(set(labels), key=str)
     sums = [sum(di for di, lab in zip(d, labels) if lab == k) for k in keys]
@@ -42,21 +42,21 @@ def test_cluster_sign_flip_is_exact(seed):
     rng = np.random.default_rng(seed)
     t = int(rng.integers(2, 14))
     labels = [f"s{int(x)}" for x in rng.integers(0, int(rng.integers(1, 7)), t)]
-    a = rng.integers(0, 9, t) / 8
-    b = rng.integers(0, 9, t) / 8
-    res = cluster_sign_flip_test(a, b, labels)
+    candidate = rng.integers(0, 9, t) / 8
+    baseline = rng.integers(0, 9, t) / 8
+    res = cluster_sign_flip_test(candidate, baseline, labels)
     assert res.exact and res.n == len(set(labels))
-    assert res.pvalue == float(brute_force_cluster_p(a, b, labels))
-    assert res.statistic == pytest.approx(float(np.mean(a - b)))
+    assert res.pvalue == float(brute_force_cluster_p(candidate, baseline, labels))
+    assert res.statistic == pytest.approx(float(np.mean(candidate - baseline)))
 
 
 def test_cluster_sign_flip_with_singletons_is_the_problem_test():
     rng = np.random.default_rng(1)
-    a, b = rng.random(40), rng.random(40)
+    candidate, baseline = rng.random(40), rng.random(40)
     from rolleval.stats import sign_flip_test
 
-    flat = sign_flip_test(a, b, n_resamples=3000, rng=4)
-    clus = cluster_sign_flip_test(a, b, [None] * 40, n_resamples=3000, rng=4)
+    flat = sign_flip_test(candidate, baseline, n_resamples=3000, rng=4)
+    clus = cluster_sign_flip_test(candidate, baseline, [None] * 40, n_resamples=3000, rng=4)
     assert clus.pvalue == flat.pvalue and clus.n == 40
 
 

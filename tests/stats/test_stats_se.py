@@ -122,22 +122,22 @@ def test_clustered_se_needs_two_clusters():
 
 
 def test_paired_se_matches_exact_arithmetic():
-    a = DECIMALS
-    b = [0.2, 0.2, 0.1, 0.9, 0.1, 0.8, 0.3, 0.3, 0.6, 0.5, 0.35]
-    d = [x - y for x, y in zip(fractions(a), fractions(b), strict=True)]
+    candidate = DECIMALS
+    baseline = [0.2, 0.2, 0.1, 0.9, 0.1, 0.8, 0.3, 0.3, 0.6, 0.5, 0.35]
+    d = [x - y for x, y in zip(fractions(candidate), fractions(baseline), strict=True)]
     t = len(d)
     mean = sum(d) / t
     expected = math.sqrt(sum((x - mean) ** 2 for x in d) / (t - 1) / t)
-    assert paired_se(a, b) == pytest.approx(expected, rel=1e-14)
+    assert paired_se(candidate, baseline) == pytest.approx(expected, rel=1e-14)
 
 
 def test_paired_se_removes_shared_problem_variance():
     rng = np.random.default_rng(3)
     difficulty = rng.random(400)
-    a = difficulty + rng.normal(0, 0.05, 400)
-    b = difficulty + rng.normal(0, 0.05, 400)
-    unpaired = math.hypot(clt_se(a), clt_se(b))
-    assert paired_se(a, b) < unpaired / 3
+    candidate = difficulty + rng.normal(0, 0.05, 400)
+    baseline = difficulty + rng.normal(0, 0.05, 400)
+    unpaired = math.hypot(clt_se(candidate), clt_se(baseline))
+    assert paired_se(candidate, baseline) < unpaired / 3
 
 
 def test_paired_se_needs_two_problems():
@@ -317,7 +317,7 @@ def test_unavailable_paired_components_refuse_to_plan():
         ),
         (
             lambda: paired_se([0.5, 1.0], [0.5]),
-            "`a` and `b` must have the same length (one paired score per problem); got 2 and 1",
+            "`candidate` and `baseline` must have the same length (one paired score per problem, same problem order); got 2 and 1",
         ),
         (
             lambda: clustered_se([0.5, 1.0], [0]),

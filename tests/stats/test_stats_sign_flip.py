@@ -22,9 +22,9 @@ def mean_difference(x, y, axis):
     return np.mean(x - y, axis=axis)
 
 
-def scipy_pvalue(a, b, alternative, n_resamples=10_000):
+def scipy_pvalue(candidate, baseline, alternative, n_resamples=10_000):
     return stats.permutation_test(
-        (np.asarray(a, dtype=float), np.asarray(b, dtype=float)),
+        (np.asarray(candidate, dtype=float), np.asarray(baseline, dtype=float)),
         mean_difference,
         permutation_type="samples",
         n_resamples=n_resamples,
@@ -32,13 +32,13 @@ def scipy_pvalue(a, b, alternative, n_resamples=10_000):
     ).pvalue
 
 
-def exact_pvalue(a, b, alternative) -> Fraction:
+def exact_pvalue(candidate, baseline, alternative) -> Fraction:
     """Brute force over all 2**T sign vectors in exact arithmetic.
 
     Scores are read as the decimals they were written as (Fraction(str(x))), so
     0.1 + 0.2 == 0.3 holds here and ties are the intended ties.
     """
-    d = [Fraction(str(x)) - Fraction(str(y)) for x, y in zip(a, b, strict=True)]
+    d = [Fraction(str(x)) - Fraction(str(y)) for x, y in zip(candidate, baseline, strict=True)]
     t = len(d)
     observed = sum(d) / t
     count = 0
@@ -79,26 +79,28 @@ EXACT_CASES = {
 @pytest.mark.parametrize("alternative", ALTERNATIVES)
 @pytest.mark.parametrize("case", sorted(EXACT_CASES))
 def test_exact_pvalue_equals_scipy_permutation_test(case, alternative):
-    a, b = EXACT_CASES[case]
-    res = sign_flip_test(a, b, alternative=alternative)
+    candidate, baseline = EXACT_CASES[case]
+    res = sign_flip_test(candidate, baseline, alternative=alternative)
     assert res.exact
-    assert res.n_resamples == 2 ** len(a)
-    assert res.pvalue == scipy_pvalue(a, b, alternative)
+    assert res.n_resamples == 2 ** len(candidate)
+    assert res.pvalue == scipy_pvalue(candidate, baseline, alternative)
 
 
 @pytest.mark.parametrize("alternative", ALTERNATIVES)
 @pytest.mark.parametrize("case", sorted(EXACT_CASES))
 def test_exact_pvalue_equals_exact_arithmetic(case, alternative):
-    a, b = EXACT_CASES[case]
-    assert sign_flip_test(a, b, alternative=alternative).pvalue == exact_pvalue(a, b, alternative)
+    candidate, baseline = EXACT_CASES[case]
+    assert sign_flip_test(candidate, baseline, alternative=alternative).pvalue == exact_pvalue(
+        candidate, baseline, alternative
+    )
 
 
 def test_exact_pvalue_with_continuous_scores_equals_scipy():
     rng = np.random.default_rng(3)
-    a, b = rng.random(11), rng.random(11)
+    candidate, baseline = rng.random(11), rng.random(11)
     for alternative in ALTERNATIVES:
-        assert sign_flip_test(a, b, alternative=alternative).pvalue == scipy_pvalue(
-            a, b, alternative
+        assert sign_flip_test(candidate, baseline, alternative=alternative).pvalue == scipy_pvalue(
+            candidate, baseline, alternative
         )
 
 
@@ -106,32 +108,36 @@ def test_decimal_ties_sweep_equals_exact_arithmetic():
     rng = np.random.default_rng(0)
     for _ in range(150):
         t = int(rng.integers(1, 10))
-        a = np.round(rng.integers(0, 11, t) / 10, 1)
-        b = np.round(rng.integers(0, 11, t) / 10, 1)
+        candidate = np.round(rng.integers(0, 11, t) / 10, 1)
+        baseline = np.round(rng.integers(0, 11, t) / 10, 1)
         for alternative in ALTERNATIVES:
-            got = sign_flip_test(a, b, alternative=alternative).pvalue
-            assert got == exact_pvalue(a, b, alternative), (a.tolist(), b.tolist(), alternative)
+            got = sign_flip_test(candidate, baseline, alternative=alternative).pvalue
+            assert got == exact_pvalue(candidate, baseline, alternative), (
+                candidate.tolist(),
+                baseline.tolist(),
+                alternative,
+            )
 
 
 def test_decimal_tie_beyond_scipy_float_tolerance():
     # SciPy's tie tolerance is 100 eps relative to |observed|; here the float noise of the
     # flipped means is larger, so scipy.stats.permutation_test (1.17) gives 0.5 for this
     # input. In exact arithmetic, and here, the p-value is 9/16.
-    a, b = [0.8, 0.3, 0.9, 0.2, 0.1], [0.4, 0.7, 0.3, 0.9, 0.0]
-    assert exact_pvalue(a, b, "greater") == Fraction(9, 16)
-    assert sign_flip_test(a, b, alternative="greater").pvalue == 0.5625
+    candidate, baseline = [0.8, 0.3, 0.9, 0.2, 0.1], [0.4, 0.7, 0.3, 0.9, 0.0]
+    assert exact_pvalue(candidate, baseline, "greater") == Fraction(9, 16)
+    assert sign_flip_test(candidate, baseline, alternative="greater").pvalue == 0.5625
 
 
 def test_tolerance_is_what_keeps_decimal_ties():
-    a, b = EXACT_CASES["decimal_float_ties_4"]
-    assert sign_flip_test(a, b).pvalue == 1.0
-    assert sign_flip_test(a, b, rtol=0).pvalue == 0.75  # float noise breaks the tie
+    candidate, baseline = EXACT_CASES["decimal_float_ties_4"]
+    assert sign_flip_test(candidate, baseline).pvalue == 1.0
+    assert sign_flip_test(candidate, baseline, rtol=0).pvalue == 0.75  # float noise breaks the tie
 
 
 def test_exact_null_distribution_is_all_sign_vectors():
-    a, b = [0.5, 0.25, 1.0, 0.0], [0.0, 0.5, 0.75, 0.25]
-    res = sign_flip_test(a, b)
-    d = np.subtract(a, b)
+    candidate, baseline = [0.5, 0.25, 1.0, 0.0], [0.0, 0.5, 0.75, 0.25]
+    res = sign_flip_test(candidate, baseline)
+    d = np.subtract(candidate, baseline)
     expected = sorted(
         float(np.mean(np.array(s) * d)) for s in itertools.product((1.0, -1.0), repeat=4)
     )
@@ -140,19 +146,19 @@ def test_exact_null_distribution_is_all_sign_vectors():
 
 
 def test_exact_branch_is_chosen_by_two_to_the_t():
-    a, b = np.zeros(10), np.r_[np.ones(5), np.zeros(5)] / 2
-    assert sign_flip_test(a, b, n_resamples=1024, rng=0).exact
-    inexact = sign_flip_test(a, b, n_resamples=1023, rng=0)
+    candidate, baseline = np.zeros(10), np.r_[np.ones(5), np.zeros(5)] / 2
+    assert sign_flip_test(candidate, baseline, n_resamples=1024, rng=0).exact
+    inexact = sign_flip_test(candidate, baseline, n_resamples=1023, rng=0)
     assert not inexact.exact
     assert inexact.n_resamples == 1023
 
 
 def test_exact_branch_in_chunks(monkeypatch):
     rng = np.random.default_rng(5)
-    a, b = rng.random(12), rng.random(12)
-    whole = sign_flip_test(a, b)
+    candidate, baseline = rng.random(12), rng.random(12)
+    whole = sign_flip_test(candidate, baseline)
     monkeypatch.setattr(_permutation, "_CHUNK_BYTES", 8 * 12 * 7)  # 6 rows per chunk (even)
-    chunked = sign_flip_test(a, b)
+    chunked = sign_flip_test(candidate, baseline)
     assert chunked.pvalue == whole.pvalue
     np.testing.assert_array_equal(chunked.null_distribution, whole.null_distribution)
 
@@ -169,29 +175,31 @@ def test_single_problem_two_sided_pvalue_is_one():
 def test_randomized_pvalue_within_monte_carlo_error_of_exact():
     rng = np.random.default_rng(14)
     t = 14
-    a = rng.binomial(8, 0.6, t) / 8
-    b = rng.binomial(8, 0.4, t) / 8
+    candidate = rng.binomial(8, 0.6, t) / 8
+    baseline = rng.binomial(8, 0.4, t) / 8
     n_resamples = 2000
     for alternative in ALTERNATIVES:
-        exact = sign_flip_test(a, b, n_resamples=2**t, alternative=alternative)
+        exact = sign_flip_test(candidate, baseline, n_resamples=2**t, alternative=alternative)
         assert exact.exact
         p = exact.pvalue
         bound = 4 * math.sqrt(p * (1 - p) / n_resamples) + 1 / (n_resamples + 1)
         for seed in range(5):
-            res = sign_flip_test(a, b, n_resamples=n_resamples, alternative=alternative, rng=seed)
+            res = sign_flip_test(
+                candidate, baseline, n_resamples=n_resamples, alternative=alternative, rng=seed
+            )
             assert not res.exact
             assert abs(res.pvalue - p) <= bound
     # A p-value where Monte Carlo error is visible (not pinned at 0 or 1).
-    assert 0.02 < sign_flip_test(a, b, n_resamples=2**t).pvalue < 0.5
+    assert 0.02 < sign_flip_test(candidate, baseline, n_resamples=2**t).pvalue < 0.5
 
 
 def test_randomized_pvalue_counts_plus_one():
     rng = np.random.default_rng(1)
-    a, b = rng.random(20), rng.random(20)
+    candidate, baseline = rng.random(20), rng.random(20)
     for alternative in ALTERNATIVES:
-        res = sign_flip_test(a, b, n_resamples=999, alternative=alternative, rng=4)
+        res = sign_flip_test(candidate, baseline, n_resamples=999, alternative=alternative, rng=4)
         null, m = res.null_distribution, res.statistic
-        tol = 1e-9 * np.max(np.abs(np.subtract(a, b)))
+        tol = 1e-9 * np.max(np.abs(np.subtract(candidate, baseline)))
         extreme = {
             "two-sided": np.abs(null) >= abs(m) - tol,
             "greater": null >= m - tol,
@@ -203,21 +211,24 @@ def test_randomized_pvalue_counts_plus_one():
 def test_randomized_signs_are_one_draw_in_even_chunks(monkeypatch):
     t, n_resamples = 15, 301
     rng = np.random.default_rng(2)
-    a, b = rng.random(t), rng.random(t)
+    candidate, baseline = rng.random(t), rng.random(t)
     monkeypatch.setattr(_permutation, "_CHUNK_BYTES", 8 * t * 3)  # 3 rows -> 2-row chunks
-    res = sign_flip_test(a, b, n_resamples=n_resamples, rng=8)
+    res = sign_flip_test(candidate, baseline, n_resamples=n_resamples, rng=8)
     signs = 2 * np.random.default_rng(8).integers(0, 2, (n_resamples, t)) - 1
-    expected = np.mean(signs * np.subtract(a, b), axis=-1)
+    expected = np.mean(signs * np.subtract(candidate, baseline), axis=-1)
     np.testing.assert_array_equal(res.null_distribution, expected)
 
 
 def test_randomized_is_reproducible_and_records_seed():
     rng = np.random.default_rng(3)
-    a, b = rng.random(30), rng.random(30)
-    first = sign_flip_test(a, b, n_resamples=500, rng=77)
-    assert first == sign_flip_test(a, b, n_resamples=500, rng=77)
+    candidate, baseline = rng.random(30), rng.random(30)
+    first = sign_flip_test(candidate, baseline, n_resamples=500, rng=77)
+    assert first == sign_flip_test(candidate, baseline, n_resamples=500, rng=77)
     assert first.seed == 77
-    assert sign_flip_test(a, b, n_resamples=500, rng=np.random.default_rng(77)).seed is None
+    assert (
+        sign_flip_test(candidate, baseline, n_resamples=500, rng=np.random.default_rng(77)).seed
+        is None
+    )
 
 
 def test_result_is_frozen_and_hides_null_distribution():
@@ -253,14 +264,14 @@ def test_min_attainable_pvalue(n_problems, kwargs, expected):
 @pytest.mark.parametrize("alternative", ["two-sided", "greater"])
 @pytest.mark.parametrize("t", [1, 2, 6, 9])
 def test_exact_test_attains_the_minimum(t, alternative):
-    a, b = np.arange(1, t + 1) / (t + 1), np.zeros(t)  # all differences positive
-    res = sign_flip_test(a, b, alternative=alternative)
+    candidate, baseline = np.arange(1, t + 1) / (t + 1), np.zeros(t)  # all differences positive
+    res = sign_flip_test(candidate, baseline, alternative=alternative)
     assert res.pvalue == min_attainable_pvalue(t, alternative=alternative)
 
 
 def test_randomized_test_attains_the_minimum():
-    a, b = np.full(30, 0.9), np.zeros(30)
-    res = sign_flip_test(a, b, n_resamples=99, rng=0)
+    candidate, baseline = np.full(30, 0.9), np.zeros(30)
+    res = sign_flip_test(candidate, baseline, n_resamples=99, rng=0)
     assert res.pvalue == min_attainable_pvalue(30, n_resamples=99) == 0.01
 
 
@@ -278,18 +289,18 @@ def test_minimum_explains_small_suites():
         (
             ([0.1, 0.2], [0.1]),
             {},
-            "`a` and `b` must have the same length (one paired score per problem, same problem order); got 2 and 1",
+            "`candidate` and `baseline` must have the same length (one paired score per problem, same problem order); got 2 and 1",
         ),
-        (([], []), {}, "`a` and `b` must hold at least one problem; got 0"),
+        (([], []), {}, "`candidate` and `baseline` must hold at least one problem; got 0"),
         (
             ([0.1, float("nan")], [0.1, 0.2]),
             {},
-            "`a` must be finite; got nan at index 1 (drop or resolve unavailable problems before calling)",
+            "`candidate` must be finite; got nan at index 1 (drop or resolve unavailable problems before calling)",
         ),
         (
             ([0.1, 0.2], [[0.1, 0.2]]),
             {},
-            "`b` must be 1-D (one score per problem); got shape (1, 2)",
+            "`baseline` must be 1-D (one score per problem); got shape (1, 2)",
         ),
         (
             ([0.1, 0.2], [0.2, 0.1]),
@@ -315,8 +326,8 @@ def test_minimum_explains_small_suites():
     ids=[
         "length-mismatch",
         "empty",
-        "a-nan",
-        "b-2d",
+        "candidate-nan",
+        "baseline-2d",
         "alternative",
         "n_resamples",
         "rng",

@@ -12,6 +12,7 @@ from ._bootstrap import _quantile_type7
 from ._grouped_bootstrap import GroupedBootstrapResult
 from ._permutation import SignFlipResult, sign_flip_test
 from ._validate import (
+    as_paired_scores,
     as_scores,
     check_alternative,
     check_n_resamples,
@@ -204,8 +205,8 @@ def cluster_bootstrap_ci(
 
 
 def cluster_sign_flip_test(
-    a: object,
-    b: object,
+    candidate: object,
+    baseline: object,
     clusters: object,
     *,
     n_resamples: int = 10_000,
@@ -215,9 +216,10 @@ def cluster_sign_flip_test(
 ) -> SignFlipResult:
     r"""Paired sign-flip test with the sign flipped per cluster, not per problem.
 
-    Null hypothesis: within each cluster the paired differences ``d_i = a_i - b_i``,
-    taken together, are symmetric about 0 -- exchanging baseline and candidate for a
-    whole cluster leaves the distribution unchanged. Under it every sign vector
+    Null hypothesis: within each cluster the paired differences
+    ``d_i = candidate_i - baseline_i``, taken together, are symmetric about 0 --
+    exchanging baseline and candidate for a whole cluster leaves the distribution
+    unchanged. Under it every sign vector
     ``s in {-1, +1}^C`` applied to the cluster sums ``D_c = sum_{i in c} d_i`` is
     equally likely, and the statistic
 
@@ -228,6 +230,16 @@ def cluster_sign_flip_test(
     p-values are identical). Exact when ``2**C <= n_resamples``, otherwise randomized
     with ``(count + 1) / (B + 1)``; the same tie rule (``rtol``) [1]_.
 
+    Parameters
+    ----------
+    candidate, baseline : array_like, 1-D
+        Paired finite scores, one per problem, both in the same problem order;
+        ``baseline`` is subtracted from ``candidate``.
+    clusters : sequence
+        One label per problem; ``None`` is a singleton cluster.
+    n_resamples, alternative, rng, rtol
+        As :func:`sign_flip_test`, with ``C`` clusters in place of ``T`` problems.
+
     Returns
     -------
     SignFlipResult
@@ -237,7 +249,8 @@ def cluster_sign_flip_test(
     Raises
     ------
     rolleval.errors.UsageError
-        As :func:`sign_flip_test`, and on a label count that differs from ``len(a)``.
+        As :func:`sign_flip_test`, and on a label count that differs from
+        ``len(candidate)``.
 
     References
     ----------
@@ -251,25 +264,22 @@ def cluster_sign_flip_test(
     >>> res.n, res.exact, res.pvalue
     (2, True, 0.5)
     """
-    a_ = as_scores(a, "a")
-    b_ = as_scores(b, "b")
-    if a_.size != b_.size:
-        raise UsageError(
-            "`a` and `b` must have the same length (one paired score per problem); "
-            f"got {a_.size} and {b_.size}"
-        )
-    if a_.size == 0:
-        raise UsageError("`a` and `b` must hold at least one problem; got 0")
-    index, C = cluster_index(clusters, a_.size)
+    candidate_, baseline_ = as_paired_scores(candidate, baseline)
+    index, C = cluster_index(clusters, candidate_.size)
     check_alternative(alternative)
-    da = np.bincount(index, weights=a_, minlength=C)
-    db = np.bincount(index, weights=b_, minlength=C)
+    candidate_sums = np.bincount(index, weights=candidate_, minlength=C)
+    baseline_sums = np.bincount(index, weights=baseline_, minlength=C)
     res = sign_flip_test(
-        da, db, n_resamples=n_resamples, alternative=alternative, rng=rng, rtol=rtol
+        candidate_sums,
+        baseline_sums,
+        n_resamples=n_resamples,
+        alternative=alternative,
+        rng=rng,
+        rtol=rtol,
     )
-    scale = C / a_.size
+    scale = C / candidate_.size
     return SignFlipResult(
-        statistic=float(np.mean(a_ - b_)),
+        statistic=float(np.mean(candidate_ - baseline_)),
         pvalue=res.pvalue,
         exact=res.exact,
         n_resamples=res.n_resamples,

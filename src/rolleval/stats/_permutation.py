@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import UsageError
 from ._chunks import rows_per_chunk
 from ._validate import (
-    as_scores,
+    as_paired_scores,
     check_alternative,
     check_count,
     check_n_resamples,
@@ -34,7 +34,7 @@ class SignFlipResult:
     Attributes
     ----------
     statistic : float
-        The observed mean paired difference ``mean(a - b)``.
+        The observed mean paired difference ``mean(candidate - baseline)``.
     pvalue : float
         The p-value of the chosen ``alternative``.
     exact : bool
@@ -74,24 +74,24 @@ class _SignFlipArgs(NamedTuple):
 
 
 def _validate_sign_flip_test(
-    a: object, b: object, n_resamples: object, alternative: object, rng: object, rtol: object
+    candidate: object,
+    baseline: object,
+    n_resamples: object,
+    alternative: object,
+    rng: object,
+    rtol: object,
 ) -> _SignFlipArgs:
-    a_ = as_scores(a, "a")
-    b_ = as_scores(b, "b")
-    if a_.size != b_.size:
-        raise UsageError(
-            "`a` and `b` must have the same length (one paired score per problem, "
-            f"same problem order); got {a_.size} and {b_.size}"
-        )
-    if a_.size == 0:
-        raise UsageError("`a` and `b` must hold at least one problem; got 0")
+    candidate_, baseline_ = as_paired_scores(candidate, baseline)
     n_resamples_ = check_n_resamples(n_resamples)
     alternative_ = check_alternative(alternative)
     generator, seed = check_rng(rng)
     if not is_real(rtol) or not 0.0 <= float(rtol) < 1.0:
         raise UsageError(f"`rtol` must be a number >= 0 and < 1; got {describe(rtol)}")
-    exact = _is_exact(a_.size, n_resamples_)
-    return _SignFlipArgs(a_ - b_, n_resamples_, alternative_, exact, generator, seed, float(rtol))
+    exact = _is_exact(candidate_.size, n_resamples_)
+    differences = candidate_ - baseline_
+    return _SignFlipArgs(
+        differences, n_resamples_, alternative_, exact, generator, seed, float(rtol)
+    )
 
 
 def _is_exact(n_problems: int, n_resamples: int) -> bool:
@@ -132,8 +132,8 @@ def _random_signs(n: int, generator: np.random.Generator) -> Callable[[int, int]
 
 
 def sign_flip_test(
-    a: object,
-    b: object,
+    candidate: object,
+    baseline: object,
     *,
     n_resamples: int = 10_000,
     alternative: str = "two-sided",
@@ -142,9 +142,10 @@ def sign_flip_test(
 ) -> SignFlipResult:
     """Paired sign-flip permutation test of the mean difference over problems.
 
-    ``a[i]`` and ``b[i]`` are the scores of the same problem ``i`` under two
-    models (for example candidate and baseline pass@1). The unit of analysis is
-    the problem: ``d[i] = a[i] - b[i]`` is one observation.
+    ``candidate[i]`` and ``baseline[i]`` are the scores of the same problem ``i``
+    under the two sides of a comparison (for example their pass@1). The unit of
+    analysis is the problem: ``d[i] = candidate[i] - baseline[i]`` is one
+    observation.
 
     Null hypothesis: each ``d[i]`` is symmetric about 0 (exchanging the labels
     of a pair does not change its distribution), so every sign vector
@@ -159,7 +160,7 @@ def sign_flip_test(
        give the same stream as one draw).
     3. With ``tol = rtol * max|d|``, count the flipped means ``m_s`` that are at
        least as extreme as ``m``: ``|m_s| >= |m| - tol`` for ``"two-sided"``,
-       ``m_s >= m - tol`` for ``"greater"`` (``a`` better than ``b``) and
+       ``m_s >= m - tol`` for ``"greater"`` (candidate better than baseline) and
        ``m_s <= m + tol`` for ``"less"``.
     4. Exact: ``p = count / 2**T``. Randomized: ``p = (count + 1) /
        (n_resamples + 1)`` [2]_, which is never 0 and keeps the test valid.
@@ -170,14 +171,15 @@ def sign_flip_test(
 
     Parameters
     ----------
-    a, b : array_like, 1-D
-        Paired finite scores, one per problem, both in the same problem order.
+    candidate, baseline : array_like, 1-D
+        Paired finite scores, one per problem, both in the same problem order;
+        ``baseline`` is subtracted from ``candidate``.
     n_resamples : int, default 10000
         Number of random sign vectors; also the bound for the exact test
         (exact when ``2**T <= n_resamples``, i.e. ``T <= 13`` by default).
     alternative : {"two-sided", "greater", "less"}, default "two-sided"
-        ``"greater"``: the alternative is ``mean(a - b) > 0``; ``"less"``:
-        ``mean(a - b) < 0``.
+        ``"greater"``: the alternative is ``mean(candidate - baseline) > 0``;
+        ``"less"``: ``mean(candidate - baseline) < 0``.
     rng : None, int or numpy.random.Generator, default None
         Randomness for the randomized test (not used when exact). An int is a
         seed for ``numpy.random.default_rng``; the global numpy state is never
@@ -194,14 +196,14 @@ def sign_flip_test(
     Raises
     ------
     rolleval.errors.UsageError
-        If ``a`` and ``b`` differ in length, are empty (``T == 0``: no test is
+        If ``candidate`` and ``baseline`` differ in length, are empty (``T == 0``: no test is
         defined; callers check ``T`` first), hold NaN or infinity, or another
         argument is out of range.
 
     Notes
     -----
     In the exact branch the p-value equals that of
-    ``scipy.stats.permutation_test((a, b), statistic,
+    ``scipy.stats.permutation_test((candidate, baseline), statistic,
     permutation_type='samples')`` with ``statistic`` the mean of ``x - y``
     [3]_ whenever SciPy's own tie rule (100 machine epsilons relative to
     ``|m|``) and this one agree; they differ only where float noise exceeds
@@ -234,7 +236,7 @@ def sign_flip_test(
     >>> round(res.statistic, 10)
     -0.1375
     """
-    args = _validate_sign_flip_test(a, b, n_resamples, alternative, rng, rtol)
+    args = _validate_sign_flip_test(candidate, baseline, n_resamples, alternative, rng, rtol)
     d = args.differences
     n = d.size
     observed = float(np.mean(d))

@@ -10,7 +10,7 @@ from typing import Literal, NamedTuple
 import numpy as np
 
 from ..errors import UsageError
-from ._validate import as_counts, as_scores
+from ._validate import as_counts, as_paired_scores, as_scores
 
 __all__ = [
     "PairedVarianceComponents",
@@ -88,31 +88,27 @@ def clt_se(scores: object) -> float | None:
 
 
 class _PairedArgs(NamedTuple):
-    a: np.ndarray
-    b: np.ndarray
+    candidate: np.ndarray
+    baseline: np.ndarray
 
 
-def _validate_paired_se(a: object, b: object) -> _PairedArgs:
-    a_, b_ = as_scores(a, "a"), as_scores(b, "b")
-    if a_.size != b_.size:
-        raise UsageError(
-            "`a` and `b` must have the same length (one paired score per problem); "
-            f"got {a_.size} and {b_.size}"
-        )
-    return _PairedArgs(a_, b_)
+def _validate_paired_se(candidate: object, baseline: object) -> _PairedArgs:
+    return _PairedArgs(*as_paired_scores(candidate, baseline, nonempty=False))
 
 
-def paired_se(a: object, b: object) -> float | None:
-    """Standard error of the mean paired difference ``mean(a - b)`` over problems.
+def paired_se(candidate: object, baseline: object) -> float | None:
+    """Standard error of the mean paired difference ``mean(candidate - baseline)``.
 
-    ``SE = sqrt(Var(a - b) / T)`` with ``Var`` the sample variance (``ddof=1``)
-    of the per-problem differences [1]_. Pairing removes the between-problem
-    variance both models share, so this is usually much smaller than
-    ``sqrt(SE_a**2 + SE_b**2)``.
+    With ``d_i = candidate_i - baseline_i`` over the ``T`` problems,
+    ``SE = sqrt(Var(d) / T)`` with ``Var`` the sample variance (``ddof=1``) of
+    the per-problem differences [1]_. Pairing removes the between-problem
+    variance both sides share, so this is usually much smaller than
+    ``sqrt(SE_candidate**2 + SE_baseline**2)``. Assumes the problems are
+    independent draws (the pairs, not the sides, are the units).
 
     Parameters
     ----------
-    a, b : array_like, 1-D
+    candidate, baseline : array_like, 1-D
         Paired finite scores, one per problem, in the same problem order.
 
     Returns
@@ -131,8 +127,8 @@ def paired_se(a: object, b: object) -> float | None:
     >>> round(paired_se([1.0, 1.0, 0.0, 1.0], [1.0, 0.0, 0.0, 0.0]), 6)
     0.288675
     """
-    args = _validate_paired_se(a, b)
-    return clt_se(args.a - args.b)
+    args = _validate_paired_se(candidate, baseline)
+    return clt_se(args.candidate - args.baseline)
 
 
 # ------------------------------------------------------------- clustered SE

@@ -155,3 +155,23 @@ def as_counts(values: object, name: str, *, minimum: int) -> np.ndarray:
         where = "" if array.ndim == 0 else f" at index {i}"
         raise UsageError(f"`{name}` must be whole numbers >= {minimum}; got {flat[i]}{where}")
     return array.astype(np.int64)
+
+
+def as_paired_scores(
+    candidate: object, baseline: object, *, nonempty: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """The two sides of a paired comparison, each as :func:`as_scores`, of equal length.
+
+    ``nonempty``: zero problems is an error (a test needs one pair; a standard error
+    is None instead).
+    """
+    candidate_ = as_scores(candidate, "candidate")
+    baseline_ = as_scores(baseline, "baseline")
+    if candidate_.size != baseline_.size:
+        raise UsageError(
+            "`candidate` and `baseline` must have the same length (one paired score per "
+            f"problem, same problem order); got {candidate_.size} and {baseline_.size}"
+        )
+    if nonempty and candidate_.size == 0:
+        raise UsageError("`candidate` and `baseline` must hold at least one problem; got 0")
+    return candidate_, baseline_
