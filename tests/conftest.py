@@ -91,6 +91,28 @@ def run_main(capsys: pytest.CaptureFixture[str], *args: Any) -> tuple[int, str, 
     return code, out.out, out.err
 
 
+def call_in_thread(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)`` called from a new thread (not the main thread, as a notebook,
+    a web service or a CI wrapper may call rolleval): its value, or its exception re-raised
+    here."""
+    import threading
+
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = fn(*args, **kwargs)
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, name="not-main")
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
 def tree_bytes(root: Path) -> dict[str, bytes]:
     """Every file under ``root`` (relative path -> content): compare two to prove nothing
     on disk changed."""

@@ -11,11 +11,11 @@ import asyncio
 import multiprocessing
 import os
 import signal
-import threading
 import time
 
 import pytest
 
+from conftest import call_in_thread
 from rolleval.errors import RunError, UsageError
 from rolleval.grading import (
     GradingPool,
@@ -199,14 +199,50 @@ def test_pool_submit_from_asyncio():
     assert results == list(grade_problems(MathGrader(), MATH_BATCH, workers=0))
 
 
-def test_in_process_pool_off_the_main_thread_reports_usage_error():
-    pool = GradingPool(MathGrader(), workers=0)
-    outcome = []
-    thread = threading.Thread(target=lambda: outcome.append(pool.submit("1", [(0, "1")])))
-    thread.start()
-    thread.join()
-    with pytest.raises(UsageError, match="main thread"):
-        outcome[0].result()
+def test_in_process_pool_used_off_the_main_thread_grades_in_a_worker_process():
+    """A workers=0 pool made on the main thread and used from another: the math grader
+    cannot grade there (math-verify's alarm), so the pool grades in one worker process, with
+    the judgements of in-thread grading (before: a UsageError for every problem)."""
+    with GradingPool(MathGrader(), workers=0) as pool:
+        results = call_in_thread(
+            lambda: [pool.submit(ref, rollouts).result() for ref, rollouts in MATH_BATCH]
+        )
+        assert pool.workers == 1
+    assert results == list(grade_problems(MathGrader(), MATH_BATCH, workers=0))
+
+
+def test_in_process_pool_made_off_the_main_thread_uses_a_worker_process():
+    def made_and_used_in_a_thread():
+        with GradingPool(MathGrader(), workers=0) as pool:
+            return pool.workers, [pool.submit(ref, rolls).result() for ref, rolls in MATH_BATCH]
+
+    workers, results = call_in_thread(made_and_used_in_a_thread)
+    assert workers == 1
+    assert results == list(grade_problems(MathGrader(), MATH_BATCH, workers=0))
+    # a grader that can grade in any thread keeps workers=0 (the calling thread)
+    assert call_in_thread(lambda: GradingPool(ScriptedGrader(), workers=0).workers) == 0
+
+
+def test_unpicklable_main_thread_grader_off_the_main_thread_fails_at_the_start():
+    class LocalMath(MathGrader):  # defined in a function: cannot be sent to a worker
+        pass
+
+    with pytest.raises(UsageError, match=r"cannot be sent to worker processes.*module level"):
+        call_in_thread(GradingPool, LocalMath(), workers=0)
+    assert GradingPool(LocalMath(), workers=0).workers == 0  # the main thread grades it
+
+
+def test_pathological_math_off_the_main_thread_is_still_cut_off():
+    """grade_problems(workers=0) from a thread: 9^(9^9) (~370 million digits) is stopped by
+    the per-problem deadline of the worker process (or math-verify's 5 s alarm in it), a
+    grader error, and the next problem is graded (the bound, 1 s, is not a timing claim)."""
+    pathological = [(0, r"\boxed{9^{9^{9}}}"), (1, r"\boxed{1}")]
+    items = [("1", pathological), ("1", [(0, r"\boxed{1}")])]
+    slow, after = call_in_thread(
+        lambda: list(grade_problems(MathGrader(), items, workers=0, timeout=1.0))
+    )
+    assert {v.grader_error for v in slow.values()} == {"timeout after 1s"}
+    assert after[0].correct is True
 
 
 def test_abandoned_iterator_stops_its_workers():

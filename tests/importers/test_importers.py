@@ -18,7 +18,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from conftest import run_main
+from conftest import call_in_thread, run_main
 from rolleval import import_run, report_run
 from rolleval._cli import main
 from rolleval._importers import FORMATS, detect_format
@@ -378,6 +378,23 @@ def test_lmeval_duplicate_doc_ids_are_refused(tmp_path, capsys):
     assert code == 2
     assert f"{dup}:101:" in err and "duplicate doc_id '0'" in err
     _no_leftovers(parent)
+
+
+def test_import_regrade_math_from_a_thread_matches_the_main_thread(tmp_path):
+    """import --regrade math (which grades with workers=0) called from a thread other than
+    the main thread judges as on the main thread (before the fix: UsageError, math-verify's
+    alarm needs the main thread). CopyColors answers are words: most are unextracted."""
+    import_run("lm-eval", LMEVAL / "seed1", tmp_path / "main", regrade="math")
+    call_in_thread(import_run, "lm-eval", LMEVAL / "seed1", tmp_path / "thread", regrade="math")
+
+    def judgements(run: Path) -> list[dict]:
+        path = run / "tasks" / "copycolors_local" / "judgements.jsonl"
+        return [orjson.loads(x) for x in path.read_bytes().splitlines()]
+
+    judged = judgements(tmp_path / "thread")
+    assert judged == judgements(tmp_path / "main") and len(judged) == 400
+    assert not any("grader_error" in j for j in judged)
+    assert any("extracted" in j for j in judged)
 
 
 def test_lmeval_non_take_first_filter_needs_regrade(tmp_path):

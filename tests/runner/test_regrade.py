@@ -5,6 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
+from conftest import call_in_thread
 from rolleval import regrade_run, report_run
 from rolleval._cli import main
 from rolleval.testing._synthetic import write_synthetic_run
@@ -55,6 +56,23 @@ def test_regrade_in_a_process_pool_matches_in_process(tmp_path):
     regrade_run(a.path, workers=0)
     regrade_run(b.path, workers=2)
     assert _judgements(a) == _judgements(b)
+
+
+@pytest.mark.parametrize("workers", [0, 1])
+def test_regrade_from_a_thread_matches_the_main_thread(tmp_path, workers):
+    """regrade_run from a thread other than the main thread gives the judgements of a regrade
+    on the main thread (before the fix, workers=0: UsageError "must run in the main
+    thread")."""
+    a = write_synthetic_run(tmp_path / "a", n_problems=12, n_rollouts=3, rng=4, p_unextracted=0.2)
+    b = write_synthetic_run(tmp_path / "b", n_problems=12, n_rollouts=3, rng=4, p_unextracted=0.2)
+    regrade_run(a.path, workers=0)
+    res = call_in_thread(regrade_run, b.path, workers=workers)
+    assert res.tasks["synthetic_math"]["changed"] == 0
+    judged = _judgements(b)
+    assert judged == _judgements(a)
+    assert not any("grader_error" in j for j in judged.values())
+    assert any(j.get("correct") is True for j in judged.values())
+    assert any(j.get("correct") is False and "extracted" in j for j in judged.values())
 
 
 def test_regrade_changes_verdicts_when_the_grader_changes(tmp_path):

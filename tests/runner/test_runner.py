@@ -13,6 +13,7 @@ import orjson
 import pytest
 
 from conftest import (
+    call_in_thread,
     child_env,
     rolleval_argv,
     run_cli,
@@ -101,6 +102,30 @@ def test_run_end_to_end(tmp_path, data_file):
     assert h["n_unextracted"]["count"] == len(unext) > 0
     profile = json.loads((task_dir / "profile.json").read_text())
     assert profile["latency_s"]["p50"] is not None and profile["response_models"] == [srv.model]
+
+
+def test_run_from_a_thread_grades_math_as_the_main_thread_does(tmp_path, data_file):
+    """run_eval called from a thread other than the main thread, grading_workers 0 (the
+    settings here): math-verify's alarm only works in the main thread, so the problems are
+    graded in a worker process, and every judgement is what the responder's answer dictates
+    (before the fix: a grader error for every rollout)."""
+    with OpenAIServer(responder=math_responder) as srv:
+        out = call_in_thread(
+            run_eval, run_config(srv, data_file, SETTINGS), tmp_path / "run", progress=False
+        )
+    rows = (tmp_path / "run" / "tasks" / "sums" / "judgements.jsonl").read_bytes().splitlines()
+    judgements = [orjson.loads(x) for x in rows]
+    assert len(judgements) == N_PROBLEMS * 4
+    for j in judgements:
+        seed = derive_seed(11, j["problem_id"], j["index"])
+        assert "grader_error" not in j, j
+        if seed % 7 == 0:  # "I do not know.": nothing extracted, wrong
+            assert "extracted" not in j and j["correct"] is False, j
+        else:
+            assert j["correct"] is _answer_correctly(seed), j
+    m, h = _metrics(out.report)
+    assert m["pass@1"]["value"] == pytest.approx(_expected_pass1(), abs=1e-12)
+    assert h["grader_errors"]["count"] == 0
 
 
 def test_faults_are_retried_or_recorded_never_wrong(tmp_path, data_file):

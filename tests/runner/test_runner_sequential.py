@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from conftest import run_config, write_math_task
+from conftest import call_in_thread, run_config, write_math_task
 from rolleval import run_eval
 from rolleval._runner import SequentialOptions
 from rolleval.errors import UsageError
@@ -70,6 +70,20 @@ def test_a_clear_regression_stops_early_and_records_the_design(tmp_path, base):
     assert manifest["sequential"]["design"] == "sequential"
     assert manifest["sequential"]["order_seed"] == 5 and manifest["sequential"]["alpha"] == 0.05
     assert "stopped after" in manifest["sequential"]["stopping_reason"]
+
+
+def test_a_run_from_a_thread_reaches_its_verdict(tmp_path, base):
+    """From a thread other than the main thread (grading_workers 0, as every run here), the
+    math judgements are real, so the clear regression is found early as on the main thread
+    (before the fix: every rollout a grader error, no paired difference, the budget spent,
+    inconclusive)."""
+    data, base_dir = base
+    out, requests = call_in_thread(_run, tmp_path, data, base_dir, 0.0, round_problems=5)
+    task = out.sequential["tasks"]["sums"]
+    assert out.sequential["verdict"] == "regression" and out.exit_code == 1
+    assert task["stopped_after"] < N_PROBLEMS and requests == 2 * task["stopped_after"]
+    health = out.report["tasks"]["sums"]["health"]
+    assert health["grader_errors"]["count"] == 0
 
 
 def test_the_order_is_seeded(tmp_path, base):

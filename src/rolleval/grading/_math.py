@@ -142,13 +142,18 @@ class MathGrader(Grader):
     Timeouts and errors
         math-verify's own timeouts (``parsing_timeout`` / ``timeout_seconds``, 5 s per
         operation) apply; they use ``signal.alarm``, so :meth:`grade_problem` must run in
-        the main thread (a worker process of :class:`~rolleval.grading.GradingPool` does).
-        A timeout or crash while judging an answer gives the rollouts holding that answer a
-        ``grader_error``; the other rollouts are still graded.
+        the main thread of a process and raises :class:`~rolleval.errors.UsageError` at
+        once in any other thread (math-verify without its timeouts would not be bounded in
+        time). :func:`~rolleval.grading.grade_problems` and
+        :class:`~rolleval.grading.GradingPool` grade from any thread: in worker processes,
+        which run the grader in their main thread, also when asked for ``workers=0`` off the
+        main thread. A timeout or crash while judging an answer gives the rollouts holding
+        that answer a ``grader_error``; the other rollouts are still graded.
     """
 
     id: ClassVar[str] = "math"
     needs_process: ClassVar[bool] = True
+    needs_main_thread: ClassVar[bool] = True
 
     def __init__(self, extractors: Sequence[str] = MATH_EXTRACTORS) -> None:
         if isinstance(extractors, str) or not isinstance(extractors, Sequence):
@@ -216,8 +221,9 @@ class MathGrader(Grader):
             return {}
         if threading.current_thread() is not threading.main_thread():
             raise UsageError(
-                "the math grader must run in the main thread (math-verify times out with "
-                "signal.alarm); use grade_problems() or GradingPool with workers >= 1"
+                "MathGrader.grade_problem must run in the main thread (math-verify times out "
+                "with signal.alarm); from another thread use grade_problems() or a GradingPool, "
+                "which grade in worker processes"
             )
         mv = self._math_verify()
         try:

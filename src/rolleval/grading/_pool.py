@@ -6,7 +6,11 @@ thread. Each worker of :class:`GradingPool` is a one-process
 :class:`concurrent.futures.ProcessPoolExecutor` (``spawn`` start method) that runs the
 grader in its main thread; the parent keeps a per-problem deadline and, when it passes,
 kills that worker and starts a fresh one. A slow problem thus costs one worker restart and
-never stalls or poisons the others.
+never stalls or poisons the others. The same holds from any thread of the parent: a grader
+that needs the main thread (``Grader.needs_main_thread``: math) asked to grade in the calling
+thread (``workers=0``) from another thread (a notebook, a web service, a test harness)
+grades in one worker process instead, so its judgements and its time bounds are those of the
+main thread.
 
 Workers never outlive the process that started them: each sets ``PR_SET_PDEATHSIG``
 (SIGKILL, Linux) in its initializer, so a ``kill -9`` of rolleval takes its workers, and with
@@ -165,15 +169,32 @@ def _validate_grading_pool(
             f"workers must be None (default), 0 (grade in the calling thread) or a number of "
             f"worker processes >= 1; got {workers!r}"
         )
+    if workers == 0 and _needs_another_thread(grader):
+        workers = 1
     if workers:
-        try:
-            pickle.dumps(grader)
-        except Exception as exc:
-            raise UsageError(
-                f"grader {grader!r} cannot be sent to worker processes ({describe_exception(exc)}); "
-                "define it at module level or use workers=0"
-            ) from exc
+        _check_picklable(grader)
     return _PoolOptions(int(workers), float(timeout), float(startup_timeout))  # type: ignore[arg-type]
+
+
+def _needs_another_thread(grader: Grader) -> bool:
+    """True when ``grader`` cannot grade in the calling thread: it needs the main thread
+    (math-verify's ``signal.alarm``) and this is another one."""
+    return grader.needs_main_thread and threading.current_thread() is not threading.main_thread()
+
+
+def _check_picklable(grader: Grader) -> None:
+    try:
+        pickle.dumps(grader)
+    except Exception as exc:
+        hint = (
+            "define it at module level"
+            if grader.needs_main_thread
+            else "define it at module level or use workers=0"
+        )
+        raise UsageError(
+            f"grader {grader!r} cannot be sent to worker processes ({describe_exception(exc)}); "
+            f"{hint}"
+        ) from exc
 
 
 @dataclass
@@ -230,8 +251,11 @@ class GradingPool:
     workers
         ``None`` (default): :func:`default_workers`. ``0``: grade synchronously in the
         calling thread inside :meth:`submit` (no per-problem timeout: only the grader's own
-        timeouts apply, math-verify's 5 s per operation for the math grader, which needs
-        the main thread). ``n >= 1``: that many worker processes.
+        timeouts apply, math-verify's 5 s per operation for the math grader). A grader that
+        needs the main thread (``needs_main_thread``: math) cannot grade in another thread,
+        so a pool made there, or used from there, grades in one worker process instead
+        (``workers`` becomes 1, and ``timeout`` applies): the same judgements, still
+        bounded in time. ``n >= 1``: that many worker processes.
     timeout
         Seconds one problem may take in a worker (counted from when a warm worker takes
         it). Past it the worker is killed and restarted, and every rollout of the problem
@@ -297,6 +321,9 @@ class GradingPool:
         with self._lock:
             if self._closed:
                 raise UsageError("this GradingPool is closed; create a new one")
+            if checked and self.workers == 0 and _needs_another_thread(self.grader):
+                _check_picklable(self.grader)
+                self.workers = 1  # see the class docstring, ``workers``
             queued = bool(checked) and self.workers > 0
             if queued:
                 failure = self._failure

@@ -111,10 +111,14 @@ class Grader(ABC):
     version: str
     #: JSON-serialisable spec that rebuilt this grader (defaults filled in).
     spec: dict[str, Any]
-    #: True when grading must run in the main thread of a process of its own (math-verify's
-    #: timeouts use ``signal.alarm``); :func:`~rolleval.grading.grade_problems` then uses a
-    #: process pool by default.
+    #: True when grading belongs in a process of its own (a time bound that needs the main
+    #: thread, code execution, blocking HTTP); :func:`~rolleval.grading.grade_problems` then
+    #: uses a process pool by default.
     needs_process: ClassVar[bool] = False
+    #: True when :meth:`grade_problem` can only run in the main thread (math-verify's timeouts
+    #: use ``signal.alarm``); a :class:`~rolleval.grading.GradingPool` asked to grade in the
+    #: calling thread (``workers=0``) from another thread then grades in a worker process.
+    needs_main_thread: ClassVar[bool] = False
     #: Seconds a process pool waits for one problem's judgements before recording grader
     #: errors (graders with their own per-execution deadlines raise it as a backstop).
     problem_timeout_s: ClassVar[float] = 30.0
