@@ -28,11 +28,12 @@ Shown, never asserted:
   2-3 standard errors, so either verdict is what chance gives.
 * the A/A comparison (the baseline against a re-run with another seed). Nothing changed, so
   any verdict but a regression or an improvement is right; but each side is one run, and
-  the interval only sees the spread between problems within a run. On simulated runs a
-  no-change comparison is called a regression in about 2% of tasks; on this server issue 26
-  measured 12-17% false verdicts over 16-seed studies, and with one run per side rolleval
-  cannot tell whether run-level noise is present (its output says so). Seeds 0 and 1 give
-  the same rollouts on one machine, so the row shows the same verdict every time there.
+  the interval only sees the spread between problems within a run. On this server a
+  no-change comparison is called a regression 2.7% of the time (32 seeds registered before
+  they ran; docs/contract.md, "Run-level noise"), and with one run per side rolleval cannot
+  tell whether run-level noise is present (its output says so). Seeds 0 and 1 give the same
+  rollouts on one machine, so the row shows the same verdict every time there: a
+  regression, seed 0 being a high draw.
 """
 
 from __future__ import annotations
