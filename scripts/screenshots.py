@@ -17,8 +17,8 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 from rolleval import report_run
-from rolleval.compare import compare_runs
 from rolleval._report._html import compare_html, report_html, write_html
+from rolleval.compare import compare_runs
 from rolleval.testing._synthetic import write_synthetic_run
 
 FAULTS = dict(p_infra_error=0.01, p_grader_error=0.005, p_unextracted=0.05, p_truncated=0.02)
