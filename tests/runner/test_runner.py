@@ -337,6 +337,39 @@ def test_cli_run_prints_report_and_exit_codes(tmp_path, data_file):
     assert not (tmp_path / "r3").exists()
 
 
+def test_an_interrupt_whose_cancellation_is_lost_still_stops_the_run(tmp_path, data_file):
+    # The SIGINT handler in force when the run starts does nothing, as when a library swallows
+    # the main task's cancellation (seen once in CI under load: the run went on to exit 0).
+    # rolleval's own watcher must still stop issuing requests and end the run interrupted.
+    import os
+    import threading
+
+    sent = threading.Event()
+    seen = []
+
+    def responder(request):
+        seen.append(1)
+        if len(seen) == 7 and not sent.is_set():
+            sent.set()
+            os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.02)
+        return math_responder(request)
+
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: None)
+    try:
+        with OpenAIServer(responder=responder) as srv:
+            cfg = run_config(srv, data_file, SETTINGS, concurrency=2, grading_workers=0)
+            with pytest.raises(KeyboardInterrupt):
+                run_eval(cfg, tmp_path / "r", progress=False)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert signal.getsignal(signal.SIGINT) is previous  # the watcher restored it
+    manifest = json.loads((tmp_path / "r" / "manifest.json").read_text())
+    assert manifest["status"] == "interrupted"
+    lines = (tmp_path / "r" / "tasks" / "sums" / "rollouts.jsonl").read_bytes().count(b"\n")
+    assert 6 <= lines < 12  # the requests in flight finish; no new one goes out (48 planned)
+
+
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_leaves_a_resumable_run_and_exits_130(tmp_path, data_file, sig):
     def slow(request):

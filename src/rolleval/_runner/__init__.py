@@ -23,8 +23,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import shlex
+import signal
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -331,6 +333,48 @@ def _plan(writer: RunWriter, tasks: list[ResolvedTask], n: int) -> list[TaskPlan
     return plans
 
 
+class _Interrupted:
+    """Whether an interrupt arrived (truthy once one did)."""
+
+    def __init__(self) -> None:
+        self.seen = False
+
+    def __bool__(self) -> bool:
+        return self.seen
+
+
+@contextlib.contextmanager
+def _interrupts_stop(scheduler: Scheduler) -> Iterator[_Interrupted]:
+    """While requests go out, Ctrl-C (and the CLI's SIGTERM, which acts as Ctrl-C) also
+    stops the scheduler and is remembered, before the handler in force (``asyncio.run``'s:
+    cancel the main task) runs. An interrupt is then never lost: if a library swallows the
+    task's cancellation, the scheduler issues no more requests and the run still ends
+    interrupted. Main thread only (elsewhere signals are not this code's to handle)."""
+    seen = _Interrupted()
+    previous = (
+        signal.getsignal(signal.SIGINT)
+        if threading.current_thread() is threading.main_thread()
+        else None
+    )
+    if previous is None:  # not the main thread, or a handler set outside Python
+        yield seen
+        return
+
+    def on_interrupt(signum: int, frame: Any) -> None:
+        seen.seen = True
+        scheduler.stop()
+        if callable(previous):
+            previous(signum, frame)
+        elif previous != signal.SIG_IGN:
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, on_interrupt)
+    try:
+        yield seen
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 async def _schedule(
     writer: RunWriter,
     tasks: list[ResolvedTask],
@@ -357,10 +401,15 @@ async def _schedule(
     started_at, started = now(), time.monotonic()
     status = "interrupted"
     try:
-        if prepared is None:
-            counters = await scheduler.run()
-        else:
-            counters = await schedule_sequential(scheduler, writer, writer.run.path, prepared, say)
+        with _interrupts_stop(scheduler) as interrupted:
+            if prepared is None:
+                counters = await scheduler.run()
+            else:
+                counters = await schedule_sequential(
+                    scheduler, writer, writer.run.path, prepared, say
+                )
+            if interrupted:  # the task's cancellation was swallowed below: stop all the same
+                raise KeyboardInterrupt
         status = "completed"
         return counters
     finally:

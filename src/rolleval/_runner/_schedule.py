@@ -135,6 +135,8 @@ class Scheduler:
         self._pending = [p.pending() for p in plans]
         self._grading: set[asyncio.Future[Any]] = set()
         self._closed = False
+        self.stopped = False
+        """An interrupt asked the scheduler to stop issuing requests (:meth:`stop`)."""
         self._issued = 0
         self._batches = self._iter_batches()
 
@@ -151,8 +153,12 @@ class Scheduler:
             if batch:
                 yield batch
 
+    def stop(self) -> None:
+        """Issue no more requests (an interrupt): each worker ends after its current one."""
+        self.stopped = True
+
     def _next_batch(self) -> list[Request] | None:
-        if self.counters.tripped:
+        if self.counters.tripped or self.stopped:
             return None
         batch = next(self._batches, None)
         if batch is not None:
