@@ -340,7 +340,7 @@ def bench_judge(problems: int, rollouts: int = 2, max_tokens: int = 32) -> None:
             {
                 "model": candidate.model,
                 "endpoints": [candidate.base_url],
-                "n": rollouts,
+                "n_rollouts": rollouts,
                 "seed": 1,
                 "tasks": [
                     {
