@@ -241,7 +241,7 @@ class TaskSettings(FileModel):
     """Rollouts requested per problem; ``None`` for imported runs (then one more than the
     largest index present, per problem)."""
     ks: list[int] | None = None
-    """k values reported (``None``: powers of two up to the smallest requested n)."""
+    """k values reported (``None``: powers of two up to the smallest ``n_rollouts`` asked for)."""
     taus: list[float] | None = None
     """G-Pass@k thresholds reported (``None``: the defaults)."""
     denominator_policy: Literal["judged", "requested"] = "judged"
