@@ -370,19 +370,22 @@ async def _ask_in_order(
     time in that order (what a run at concurrency 1 or 2 sends the serial server)."""
     from rolleval._local._launcher import LOCAL_MODEL_NAME
     from rolleval.client import Client, EndpointConfig, SamplingParams
+    from rolleval.rundir._store import RunDir
 
-    task_dir = run / "tasks" / TASK
-    raw = json.loads((task_dir / "task.json").read_text())["sampling"]
+    files = RunDir.open(run).require_task(TASK)
+    stored = files.read_settings().sampling
+    assert stored is not None  # every run rolleval wrote records its sampling
     sampling = SamplingParams(
-        temperature=raw["temperature"],
-        top_p=raw["top_p"],
-        max_tokens=raw["max_tokens"],
-        stop=tuple(raw["stop"]) if raw.get("stop") else None,
+        temperature=stored.temperature,
+        top_p=stored.top_p,
+        max_tokens=stored.max_tokens,
+        stop=tuple(stored.stop) if stored.stop else None,
     )
-    prompts = {}
-    for line in (task_dir / "prompts.jsonl").open():
-        rec = json.loads(line)
-        prompts[rec["problem_id"]] = rec["prompt"]
+    prompts = {
+        pid: rec.prompt if isinstance(rec.prompt, str) else [m.model_dump() for m in rec.prompt]
+        for pid, rec in files.read_prompts().by_id.items()
+        if rec.prompt is not None
+    }
     config = EndpointConfig(base_urls=(base_url,), model=LOCAL_MODEL_NAME, concurrency=1)
     got: dict[Any, str | None] = {}
     async with Client(config) as client:

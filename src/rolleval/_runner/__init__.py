@@ -333,24 +333,14 @@ def _plan(writer: RunWriter, tasks: list[ResolvedTask], n: int) -> list[TaskPlan
     return plans
 
 
-class _Interrupted:
-    """Whether an interrupt arrived (truthy once one did)."""
-
-    def __init__(self) -> None:
-        self.seen = False
-
-    def __bool__(self) -> bool:
-        return self.seen
-
-
 @contextlib.contextmanager
-def _interrupts_stop(scheduler: Scheduler) -> Iterator[_Interrupted]:
+def _interrupts_stop(scheduler: Scheduler) -> Iterator[threading.Event]:
     """While requests go out, Ctrl-C (and the CLI's SIGTERM, which acts as Ctrl-C) also
     stops the scheduler and is remembered, before the handler in force (``asyncio.run``'s:
     cancel the main task) runs. An interrupt is then never lost: if a library swallows the
     task's cancellation, the scheduler issues no more requests and the run still ends
     interrupted. Main thread only (elsewhere signals are not this code's to handle)."""
-    seen = _Interrupted()
+    seen = threading.Event()
     previous = (
         signal.getsignal(signal.SIGINT)
         if threading.current_thread() is threading.main_thread()
@@ -361,7 +351,7 @@ def _interrupts_stop(scheduler: Scheduler) -> Iterator[_Interrupted]:
         return
 
     def on_interrupt(signum: int, frame: Any) -> None:
-        seen.seen = True
+        seen.set()
         scheduler.stop()
         if callable(previous):
             previous(signum, frame)
@@ -408,7 +398,7 @@ async def _schedule(
                 counters = await schedule_sequential(
                     scheduler, writer, writer.run.path, prepared, say
                 )
-            if interrupted:  # the task's cancellation was swallowed below: stop all the same
+            if interrupted.is_set():  # the cancellation was swallowed below: stop all the same
                 raise KeyboardInterrupt
         status = "completed"
         return counters
